@@ -1,0 +1,96 @@
+"""Players: one interface for every opponent, plus the scripted bots `random` and `tactical`.
+
+A `Player` maps a batch of `Boards` to one column per game. Matches, the league, self-play and
+serving only ever call `act`, so a network, a search or a script all plug in the same way
+(OpenSpiel's bot idea). Scripted bots also name a compiled kernel, which lets a match between
+two of them run entirely in `c4core.kernels`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+from c4core import kernels
+from c4core.game import Position
+
+if TYPE_CHECKING:  # torch is imported where it is used, so bot-only commands start fast
+    import torch
+
+    from c4core.batch import Boards
+
+
+class Player(ABC):
+    """Something that picks a column for every game of a batch."""
+
+    name: str = "player"
+    kernel: int | None = None
+    """Compiled-kernel id (`c4core.kernels`) when the player is a scripted bot, else None."""
+
+    @abstractmethod
+    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Columns [n] (0-based) for every game; only those of unfinished games are used.
+
+        Each returned column of an unfinished game must be legal.
+        """
+
+    def act_position(self, position: Position, generator: torch.Generator | None = None) -> int:
+        """Convenience for a single position (the API, the play page, tests)."""
+        from c4core.batch import Boards
+
+        if position.is_terminal:
+            raise ValueError("the game is over: there is no move to make")
+        return int(self.act(Boards.from_positions([position]), generator)[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def sample_columns(weights: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One column per row, drawn with probability proportional to `weights` [n, cols].
+
+    Rows whose weights are all zero (finished games) get an arbitrary column, which
+    `Boards.play` ignores.
+    """
+    import torch
+
+    weights = weights.float()
+    empty = weights.sum(1) <= 0
+    weights = torch.where(empty.unsqueeze(1), torch.ones_like(weights), weights)
+    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
+
+
+class RandomBot(Player):
+    """A uniformly random legal move."""
+
+    name = "random"
+    kernel = kernels.RANDOM
+
+    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+        return sample_columns(boards.legal(), generator)
+
+
+class TacticalBot(Player):
+    """Win if it can, block if it must, otherwise a random move weighted towards the centre.
+
+    The weights are 1,2,3,4,3,2,1 on seven columns; this is the reference league's bar.
+    """
+
+    name = "tactical"
+    kernel = kernels.TACTICAL
+
+    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+        import torch
+
+        legal = boards.legal()
+        mine, theirs = boards.threats()
+        wins = boards.column_bits(mine) & legal
+        blocks = boards.column_bits(theirs) & legal
+        centre = torch.tensor(boards.geometry.centre_weights, device=boards.device)
+        weights = legal * centre
+        weights = torch.where(blocks.any(1, keepdim=True), blocks.long(), weights)
+        weights = torch.where(wins.any(1, keepdim=True), wins.long(), weights)
+        return sample_columns(weights, generator)
+
+
+BOTS: dict[str, type[Player]] = {"random": RandomBot, "tactical": TacticalBot}

@@ -1,0 +1,274 @@
+"""The ``c4`` command line: league, match, elo and play. It only parses flags and calls the library.
+
+Errors a user can cause (a bad player spec, a malformed results file, an illegal move) print one
+line on stderr and exit with status 2; no traceback ever reaches the terminal. Heavy imports
+(torch, scipy) happen inside the commands that need them, so ``c4 match random random`` starts
+in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class UsageError(ValueError):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+
+def _positive_even(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 2 or n % 2:
+        raise argparse.ArgumentTypeError(f"must be an even number of at least 2 (both colours play), got {n}")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
+def _positive(text: str) -> int:
+    n = _non_negative(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="c4", description="Connect Four self-play league.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lg = sub.add_parser("league", help="run a self-play league")
+    lg.add_argument("--profile", default=None, help="smoke, cpu or gpu (default: gpu with CUDA, else cpu)")
+    lg.add_argument("--name", default="default", help="league name (default: %(default)s)")
+    lg.add_argument("--generations", type=_positive, help="override the profile's generations")
+    lg.add_argument("--iterations", type=_non_negative, help="override PPO iterations per generation")
+    lg.add_argument("--games", type=_positive_even, help="override games per PPO iteration")
+    lg.add_argument("--match-games", type=_positive_even, help="override games per league pairing")
+    lg.add_argument("--seed", type=_non_negative, help="league seed")
+    lg.add_argument("--dir", default="runs", help="folder that holds leagues (default: %(default)s)")
+    lg.add_argument("--json", action="store_true", help="print the final ladder as JSON")
+
+    m = sub.add_parser("match", help="play a match between two players")
+    m.add_argument("a", help="random, tactical, perfect, or a checkpoint .pt")
+    m.add_argument("b", help="the other player")
+    m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")
+    m.add_argument("--seed", type=_non_negative, default=0)
+    m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+
+    e = sub.add_parser("elo", help="fit Elo ratings to match records (JSONL)")
+    e.add_argument("results", help="JSONL file, one match a line: {a, b, win, draw, loss}; - for stdin")
+    e.add_argument("--anchor", default="random", help="player pinned at 0 (default: %(default)s)")
+    e.add_argument("--json", action="store_true", help='print {"ratings": ..., "ci95": ...}')
+
+    pl = sub.add_parser("play", help="play a game in the terminal")
+    pl.add_argument("--opponent", default="tactical", help="player spec (default: %(default)s)")
+    pl.add_argument("--first", choices=("you", "bot"), default="you", help="who moves first")
+    pl.add_argument("--moves", default="", help="start from this move string (solver notation)")
+    pl.add_argument("--seed", type=_non_negative, default=None)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"league": cmd_league, "match": cmd_match, "elo": cmd_elo, "play": cmd_play}[args.command](
+            args
+        )
+    except (UsageError, ValueError) as e:
+        print(f"c4 {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+# ---- match ---------------------------------------------------------------------------------------
+def cmd_match(args: argparse.Namespace) -> int:
+    from c4core.match import play_match
+    from c4core.players import make_player
+
+    a, b = make_player(args.a), make_player(args.b)
+    result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies)
+    rec = result.to_record()
+    if args.json:
+        print(json.dumps(rec))
+    else:
+        t = result.total
+        print(
+            f"{a.name} vs {b.name}: {args.games} games in {result.seconds:.2f}s "
+            f"({args.games / max(result.seconds, 1e-9):,.0f} games/s)"
+        )
+        print(f"  {a.name}: {t.win} wins, {t.draw} draws, {t.loss} losses (score {t.score:.3f})")
+        for label, w in ((f"{a.name} first", result.a_first), (f"{b.name} first", result.b_first)):
+            print(f"  {label:>20}: W {w.win}  D {w.draw}  L {w.loss}")
+    return 0
+
+
+# ---- elo -----------------------------------------------------------------------------------------
+def read_records(stream: TextIO, source: str) -> list[dict[str, Any]]:
+    records = []
+    for n, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{source}, line {n}: not JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise UsageError(f'{source}, line {n}: expected an object like {{"a": ..., "b": ...}}')
+        records.append(rec)
+    if not records:
+        raise UsageError(f"{source} holds no match records")
+    return records
+
+
+def cmd_elo(args: argparse.Namespace) -> int:
+    from c4core.elo import fit_elo, format_ladder
+
+    if args.results == "-":
+        records = read_records(sys.stdin, "stdin")
+    else:
+        path = Path(args.results)
+        if not path.is_file():
+            raise UsageError(f"no such file: {path}")
+        with path.open() as f:
+            records = read_records(f, str(path))
+    fit = fit_elo(records, anchor=args.anchor)
+    print(json.dumps(fit.to_json()) if args.json else format_ladder(fit))
+    return 0
+
+
+# ---- league --------------------------------------------------------------------------------------
+def cmd_league(args: argparse.Namespace) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from c4core.elo import format_ladder
+    from c4core.league import LocalStore, profile, run_league
+
+    name = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
+    overrides: dict[str, Any] = {"name": args.name}
+    if name != "gpu" and not torch.cuda.is_available():
+        overrides["device"] = "cpu"
+    for flag, key in (("generations", "generations"), ("match_games", "match_games"), ("seed", "seed")):
+        if getattr(args, flag) is not None:
+            overrides[key] = getattr(args, flag)
+    ppo = {k: getattr(args, k) for k in ("iterations", "games") if getattr(args, k) is not None}
+    if ppo:
+        overrides["ppo"] = ppo
+    config = profile(name, **overrides)
+    if config.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
+    torch.set_num_threads(os.cpu_count() or 1)
+    store = LocalStore(Path(args.dir) / config.name)
+    print(
+        f"league {config.name!r}: profile {config.profile}, {config.generations} generations x "
+        f"{config.ppo.iterations} iterations x {config.ppo.games} games, net "
+        f"{config.net.blocks}x{config.net.channels}, {config.match_games} games per pairing, "
+        f"store {store.root}",
+        file=sys.stderr,
+    )
+    start = time.perf_counter()
+    total = config.generations * config.ppo.iterations
+    with tqdm(total=total, unit="it", desc="training", file=sys.stderr, disable=None) as bar:
+
+        def on_iteration(g: int, i: int, m: dict[str, float]) -> None:
+            bar.set_description(f"gen {g}")
+            bar.set_postfix(vs_tactical=f"{m.get('vs/tactical/win', 0):.2f}", refresh=False)
+            bar.update(1)
+
+        def on_generation(r: Any) -> None:
+            bar.n = r.generation * config.ppo.iterations  # resumed generations jump ahead
+            bar.refresh()
+            champ = r.fit.ratings[r.champion]
+            tqdm.write(
+                f"generation {r.generation}: champion {r.champion} ({champ:.0f} Elo), {r.seconds:.0f}s",
+                file=sys.stderr,
+            )
+
+        report = run_league(store, config, on_generation, on_iteration)
+    elapsed = time.perf_counter() - start
+    vs_tac = next((m for m in store.results() if {m.a, m.b} == {report.champion, "tactical"}), None)
+    if args.json:
+        out = report.fit.to_json() | {"champion": report.champion, "seconds": elapsed}
+        print(json.dumps(out))
+        return 0
+    print(format_ladder(report.fit))
+    print(f"champion: {report.champion} ({report.fit.ratings[report.champion]:.0f} Elo)")
+    if vs_tac is not None:
+        wdl = vs_tac.total if vs_tac.a == report.champion else _flip(vs_tac.total)
+        print(
+            f"champion vs tactical: {wdl.win}/{wdl.games} wins ({wdl.win / wdl.games:.1%}), "
+            f"{wdl.draw} draws, {wdl.loss} losses"
+        )
+    print(f"checkpoint: {store.root / (report.champion + '.pt')}  ({elapsed:.0f}s)")
+    return 0
+
+
+def _flip(w: Any) -> Any:
+    from c4core.match import WDL
+
+    return WDL(w.loss, w.draw, w.win)
+
+
+# ---- play ----------------------------------------------------------------------------------------
+def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
+    import torch
+
+    from c4core.game import Position, parse_column
+    from c4core.players import make_player
+
+    stdin = stdin or sys.stdin
+    out = out or sys.stdout
+    bot = make_player(args.opponent)
+    gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
+    pos = Position.from_moves(args.moves)
+    human = pos.to_move if args.first == "you" else 3 - pos.to_move
+    mark = {1: "X", 2: "O"}
+    print(f"You are {mark[human]}, {bot.name} is {mark[3 - human]}. Type a column 1-7, q to quit.", file=out)
+    while not pos.is_terminal:
+        if pos.to_move == human:
+            print(f"\n{pos}", file=out)
+            print("your move: ", end="", file=out, flush=True)
+            line = stdin.readline()
+            if not line or line.strip().lower() in ("q", "quit"):
+                print("\nbye", file=out)
+                return 0
+            try:
+                col = parse_column(line, pos.geometry)
+                pos = pos.play(col)
+            except ValueError as e:
+                print(f"  {e}; try again", file=out)
+                continue
+        else:
+            col = bot.act_position(pos, gen)
+            print(f"{bot.name} plays {col + 1}", file=out)
+            pos = pos.play(col)
+    print(f"\n{pos}", file=out)
+    if pos.won:
+        winner = 3 - pos.to_move
+        print("You win!" if winner == human else f"{bot.name} wins.", file=out)
+    else:
+        print("Draw.", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The policy-value network, the player that wraps it, and checkpoints.
+
+A residual CNN in the AlphaZero mould: a 3x3 stem, `blocks` residual blocks of two 3x3
+convolutions, then a policy head (one logit per column) and a value head (tanh, the expected
+result for the side to move). Illegal columns are masked before any softmax, so neither
+sampling nor argmax can pick one.
+
+The input planes (`c4core.game.NUM_PLANES`) hold the mover's stones, the opponent's, the cells
+where a stone can land, each side's winning cells, and a constant plane that marks the board
+edge for the zero-padded convolutions. Giving the threat maps as input is what lets a small
+CPU-sized net learn tactics in minutes rather than hours.
+
+Checkpoints are plain dicts of tensors and primitives written by `torch.save`, and read with
+``weights_only=True``, so loading one never unpickles arbitrary objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from c4core.batch import Boards
+from c4core.bots import Player
+from c4core.game import NUM_PLANES, STANDARD, Geometry
+
+_NEG = -1e9
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Network shape."""
+
+    blocks: int = 2
+    """Residual blocks (the reference uses 4)."""
+    channels: int = 32
+    """Convolution channels (the reference uses 64)."""
+    value_hidden: int = 64
+    """Width of the value head's hidden layer."""
+    rows: int = 6
+    """Board rows the net is built for."""
+    cols: int = 7
+    """Board columns the net is built for."""
+
+    def __post_init__(self) -> None:
+        if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
+            raise ValueError(f"bad network size: {self}")
+
+
+class _Block(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+
+
+class PolicyValueNet(nn.Module):
+    """Residual policy-value CNN. No batch norm: PPO compares log-probs across updates, and
+    batch statistics would make the same state's policy depend on its batch."""
+
+    def __init__(self, config: NetConfig = NetConfig()):
+        super().__init__()
+        self.config = config
+        c, cells = config.channels, config.rows * config.cols
+        self.stem = nn.Conv2d(NUM_PLANES, c, 3, padding=1)
+        self.blocks = nn.Sequential(*[_Block(c) for _ in range(config.blocks)])
+        self.policy_conv = nn.Conv2d(c, 2, 1)
+        self.policy_fc = nn.Linear(2 * cells, config.cols)
+        self.value_conv = nn.Conv2d(c, 1, 1)
+        self.value_fc1 = nn.Linear(cells, config.value_hidden)
+        self.value_fc2 = nn.Linear(config.value_hidden, 1)
+
+    def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked policy logits [n, cols] and values [n] in -1..1 for the side to move."""
+        x = self.blocks(F.relu(self.stem(planes)))
+        logits = self.policy_fc(F.relu(self.policy_conv(x)).flatten(1))
+        logits = logits.masked_fill(~legal, _NEG)
+        v = F.relu(self.value_fc1(F.relu(self.value_conv(x)).flatten(1)))
+        return logits, torch.tanh(self.value_fc2(v)).squeeze(1)
+
+    @torch.no_grad()
+    def evaluate(self, boards: Boards) -> tuple[torch.Tensor, torch.Tensor]:
+        """Move probabilities [n, cols] (0 on full columns) and values [n] for a batch."""
+        logits, value = self(boards.planes(), boards.legal())
+        return torch.softmax(logits, 1), value
+
+
+class NetPlayer(Player):
+    """A network as a player: argmax of the policy when greedy, else a sample at temperature."""
+
+    def __init__(self, net: PolicyValueNet, name: str = "net", greedy: bool = True, temperature: float = 1.0):
+        self.net = net.eval()
+        self.name = name
+        self.greedy = greedy
+        self.temperature = temperature
+
+    @torch.no_grad()
+    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+        device = next(self.net.parameters()).device
+        legal = boards.legal()
+        logits, _ = self.net(boards.planes().to(device), legal.to(device))
+        if self.greedy:
+            cols = logits.argmax(1)
+        else:
+            probs = torch.softmax(logits / self.temperature, 1)
+            cols = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1)
+        return cols.to(boards.device)
+
+
+# ---- checkpoints --------------------------------------------------------------------------------
+@dataclass
+class Checkpoint:
+    """What a snapshot needs to resume training or to play."""
+
+    model: dict[str, torch.Tensor]
+    """The network's state dict."""
+    net_config: NetConfig
+    """Its shape."""
+    geometry: Geometry = STANDARD
+    """The game it plays."""
+    generation: int = 0
+    """League generation that produced it (0 for an untrained net)."""
+    optimizer: dict[str, Any] | None = None
+    """Optimizer state, to resume training."""
+    train_config: dict[str, Any] = field(default_factory=dict)
+    """The training config (a dataclass as a dict) it was trained with."""
+
+    def build(self, device: str | torch.device = "cpu") -> PolicyValueNet:
+        net = PolicyValueNet(self.net_config)
+        net.load_state_dict(self.model)
+        return net.to(device).eval()
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save(
+            {
+                "format": 1,
+                "model": self.model,
+                "net_config": asdict(self.net_config),
+                "geometry": asdict(self.geometry),
+                "generation": self.generation,
+                "optimizer": self.optimizer,
+                "train_config": self.train_config,
+            },
+            tmp,
+        )
+        tmp.replace(path)  # atomic: a reader never sees a half-written checkpoint
+
+    @classmethod
+    def load(cls, path: str | Path) -> Checkpoint:
+        try:
+            raw = torch.load(Path(path), map_location="cpu", weights_only=True)
+        except FileNotFoundError:
+            raise ValueError(f"no checkpoint at {path}") from None
+        except Exception as e:  # torch raises many types for a corrupt or foreign file
+            # torch's own text spans many lines and suggests weights_only=False: keep one line
+            reason = "it holds objects other than tensors" if "weights_only" in str(e) else type(e).__name__
+            raise ValueError(f"{path} is not a readable checkpoint ({reason})") from None
+        if not isinstance(raw, dict) or raw.get("format") != 1:
+            raise ValueError(f"{path} is not a c4core checkpoint")
+        try:
+            return cls(
+                model=dict(raw["model"]),
+                net_config=NetConfig(**raw["net_config"]),
+                geometry=Geometry(**raw["geometry"]),
+                generation=int(raw["generation"]),
+                optimizer=raw["optimizer"],
+                train_config=dict(raw["train_config"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{path} is a damaged c4core checkpoint ({type(e).__name__}: {e})") from None
+
+    @classmethod
+    def of(
+        cls,
+        net: PolicyValueNet,
+        geometry: Geometry = STANDARD,
+        generation: int = 0,
+        optimizer: torch.optim.Optimizer | None = None,
+        train_config: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        return cls(
+            model={k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
+            net_config=net.config,
+            geometry=geometry,
+            generation=generation,
+            optimizer=optimizer.state_dict() if optimizer is not None else None,
+            train_config=train_config or {},
+        )

@@ -1,0 +1,274 @@
+"""PPO self-play: the learner plays a list of opponents (and itself) and improves by clipped PPO.
+
+One iteration collects `games` games in a single `Boards` batch, split evenly over the
+opponents; the learner moves first in half of each opponent's games, and plays both sides of
+the self-play games. Each learner decision stores its planes, legal mask, action, log-prob and
+value. Rewards come only at the end (+1 win, 0 draw, -1 loss), and advantages are GAE(lambda)
+over the learner's own decisions, bootstrapping from the value head (Schulman et al. 2016);
+the update is PPO-clip with a value baseline and an entropy bonus (Schulman et al. 2017), with
+names as in CleanRL. Mirror augmentation doubles every batch with the board's left-right image,
+old log-probs of the mirrored states taken from the pre-update network so the ratio stays exact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from c4core.batch import Boards, mirror_planes
+from c4core.bots import Player
+from c4core.game import STANDARD, Geometry
+from c4core.match import WDL
+from c4core.net import PolicyValueNet
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters (names after CleanRL's ppo.py)."""
+
+    iterations: int = 20
+    """PPO iterations (collect, then update) per generation."""
+    games: int = 512
+    """Games collected per iteration, split evenly over the opponents."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    update_epochs: int = 4
+    """Passes over each iteration's data."""
+    minibatch_size: int = 1024
+    """Learner decisions per gradient step."""
+    clip_coef: float = 0.2
+    """PPO ratio clipping."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    gae_lambda: float = 0.9
+    """GAE lambda; 1.0 is the plain Monte Carlo return, lower bootstraps more from the value."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping."""
+    mirror: bool = True
+    """Add the left-right mirror of every decision to the update."""
+    target_kl: float | None = 0.03
+    """Stop an iteration's epochs early once the approximate KL to the old policy passes this."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 2 or self.minibatch_size < 1:
+            raise ValueError(f"bad PPO config: {self}")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError("gae_lambda must be within 0..1")
+
+
+@dataclass
+class Rollout:
+    """One iteration's learner decisions, flattened, with advantages and returns."""
+
+    planes: torch.Tensor
+    legal: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def collect(
+    net: PolicyValueNet,
+    opponents: Sequence[Player | None],
+    games: int,
+    generator: torch.Generator,
+    geometry: Geometry = STANDARD,
+    gae_lambda: float = 0.9,
+) -> tuple[Rollout, dict[str, WDL]]:
+    """Play `games` games of the learner against `opponents` (None stands for itself).
+
+    Returns the rollout and the learner's W/D/L against each opponent (``"self"`` for None).
+    """
+    if not opponents:
+        raise ValueError("the learner needs at least one opponent")
+    per = max(2, (games // len(opponents)) // 2 * 2)
+    n = per * len(opponents)
+    device = next(net.parameters()).device
+    boards = Boards(n, geometry, device)
+    opp_id = torch.arange(n, device=device) // per
+    is_self = torch.zeros(n, dtype=torch.bool, device=device)
+    for j, opp in enumerate(opponents):
+        if opp is None:
+            is_self |= opp_id == j
+    learner_first = torch.arange(n, device=device) % 2 == 0
+    steps: list[tuple[torch.Tensor, ...]] = []
+    net.eval()
+    with torch.no_grad():
+        while not bool(boards.done.all()):
+            first_to_move = boards.first_player_to_move()
+            learner_turn = ((first_to_move == learner_first) | is_self) & ~boards.done
+            cols = torch.zeros(n, dtype=torch.int64, device=device)
+            idx = torch.nonzero(learner_turn).squeeze(1)
+            if len(idx):
+                sub = boards.select(idx)
+                planes, legal = sub.planes(), sub.legal()
+                logits, value = net(planes, legal)
+                probs = torch.softmax(logits, 1)
+                action = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1).to(device)
+                logp = torch.log_softmax(logits, 1).gather(1, action[:, None]).squeeze(1)
+                side = (~first_to_move[idx]).long()
+                steps.append((idx * 2 + side, planes, legal, action, logp, value))
+                cols[idx] = action
+            for j, opp in enumerate(opponents):
+                if opp is None:
+                    continue
+                idx = torch.nonzero(~learner_turn & ~boards.done & (opp_id == j)).squeeze(1)
+                if len(idx):
+                    cols[idx] = opp.act(boards.select(idx), generator).to(device)
+            boards.play(cols)
+
+    traj, planes, legal, actions, logprobs, values = (torch.cat(x) for x in zip(*steps, strict=True))
+    # reward for the side that made each decision: result is +1 when the first player won
+    result = boards.result[traj // 2]
+    reward = torch.where(traj % 2 == 0, result, -result).float()
+    advantages = gae(traj, values, reward, gae_lambda)
+
+    stats: dict[str, WDL] = {}
+    learner_result = torch.where(learner_first, boards.result, -boards.result).cpu().numpy()
+    for j, opp in enumerate(opponents):
+        name = "self" if opp is None else opp.name
+        stats[name] = WDL.of(learner_result[(opp_id == j).cpu().numpy()])
+    rollout = Rollout(planes, legal, actions, logprobs, values, advantages, advantages + values)
+    return rollout, stats
+
+
+def gae(traj: torch.Tensor, values: torch.Tensor, reward: torch.Tensor, lam: float) -> torch.Tensor:
+    """GAE(lambda) with gamma = 1 over decisions given in chronological order per trajectory.
+
+    `traj` names each decision's trajectory, `reward` is that trajectory's final reward. Only
+    the last decision of a trajectory sees the reward; the others bootstrap from the next value.
+    """
+    order = torch.sort(traj, stable=True).indices
+    t_sorted, v = traj[order], values[order]
+    r = reward[order]
+    last = torch.ones_like(t_sorted, dtype=torch.bool)
+    last[:-1] = t_sorted[1:] != t_sorted[:-1]
+    next_v = torch.empty_like(v)
+    next_v[:-1] = v[1:]
+    next_v = torch.where(last, r, next_v)
+    delta = next_v - v
+    # backward recursion A_t = delta_t + lam * A_{t+1}, restarted at each trajectory's end
+    adv_sorted = torch.empty_like(v)
+    d, lst = delta.cpu().numpy(), last.cpu().numpy()
+    out = np.empty_like(d)
+    acc = 0.0
+    for i in range(len(d) - 1, -1, -1):
+        acc = d[i] + (0.0 if lst[i] else lam * acc)
+        out[i] = acc
+    adv_sorted = torch.from_numpy(out).to(v.device)
+    adv = torch.empty_like(v)
+    adv[order] = adv_sorted
+    return adv
+
+
+def ppo_update(
+    net: PolicyValueNet,
+    optimizer: torch.optim.Optimizer,
+    batch: Rollout,
+    config: PPOConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """Clipped-PPO epochs over one rollout; returns the mean losses over its gradient steps."""
+    if config.mirror:
+        batch = _with_mirror(net, batch)
+    net.train()
+    n = len(batch)
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "approx_kl", "clipfrac")}
+    for _ in range(config.update_epochs):
+        epoch_kl: list[float] = []
+        perm = torch.randperm(n, generator=generator).to(batch.actions.device)
+        for lo in range(0, n, config.minibatch_size):
+            mb = perm[lo : lo + config.minibatch_size]
+            logits, value = net(batch.planes[mb], batch.legal[mb])
+            logp_all = torch.log_softmax(logits, 1)
+            logp = logp_all.gather(1, batch.actions[mb, None]).squeeze(1)
+            log_ratio = logp - batch.logprobs[mb]
+            ratio = log_ratio.exp()
+            adv = batch.advantages[mb]
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(mb) > 1 else adv
+            pg_loss = torch.max(
+                -adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
+            ).mean()
+            v_loss = 0.5 * F.mse_loss(value, batch.returns[mb])
+            probs = logp_all.exp()
+            entropy = -(probs * logp_all.clamp(min=-30)).sum(1).mean()
+            loss = pg_loss - config.ent_coef * entropy + config.vf_coef * v_loss
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                stats["policy"].append(pg_loss.item())
+                stats["value"].append(v_loss.item())
+                stats["entropy"].append(entropy.item())
+                epoch_kl.append(((ratio - 1) - log_ratio).mean().item())
+                stats["approx_kl"].append(epoch_kl[-1])
+                stats["clipfrac"].append(((ratio - 1).abs() > config.clip_coef).float().mean().item())
+        if config.target_kl is not None and np.mean(epoch_kl) > config.target_kl:
+            break
+    net.eval()
+    return {k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}
+
+
+def _with_mirror(net: PolicyValueNet, batch: Rollout) -> Rollout:
+    cols = batch.legal.shape[1]
+    planes = mirror_planes(batch.planes)
+    legal = batch.legal.flip(1)
+    actions = cols - 1 - batch.actions
+    with torch.no_grad():
+        logits, _ = net(planes, legal)
+        logprobs = torch.log_softmax(logits, 1).gather(1, actions[:, None]).squeeze(1)
+    return Rollout(
+        torch.cat((batch.planes, planes)),
+        torch.cat((batch.legal, legal)),
+        torch.cat((batch.actions, actions)),
+        torch.cat((batch.logprobs, logprobs)),
+        torch.cat((batch.values, batch.values)),
+        torch.cat((batch.advantages, batch.advantages)),
+        torch.cat((batch.returns, batch.returns)),
+    )
+
+
+def train(
+    net: PolicyValueNet,
+    config: PPOConfig,
+    opponents: Sequence[Player | None],
+    seed: int,
+    geometry: Geometry = STANDARD,
+    optimizer: torch.optim.Optimizer | None = None,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+) -> torch.optim.Optimizer:
+    """Run `config.iterations` PPO iterations in place; returns the optimizer (to checkpoint).
+
+    `on_iteration(i, metrics)` receives namespaced metrics: ``losses/*`` and
+    ``vs/<opponent>/{win,draw,loss}`` rates, plus ``charts/seconds``.
+    """
+    if optimizer is None:
+        optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
+    gen = torch.Generator().manual_seed(seed)
+    for it in range(config.iterations):
+        start = time.perf_counter()
+        rollout, wdl = collect(net, opponents, config.games, gen, geometry, config.gae_lambda)
+        losses = ppo_update(net, optimizer, rollout, config, gen)
+        metrics = {f"losses/{k}": v for k, v in losses.items()}
+        for name, r in wdl.items():
+            metrics[f"vs/{name}/win"] = r.win / r.games
+            metrics[f"vs/{name}/draw"] = r.draw / r.games
+            metrics[f"vs/{name}/loss"] = r.loss / r.games
+        metrics["charts/decisions"] = float(len(rollout))
+        metrics["charts/seconds"] = time.perf_counter() - start
+        if on_iteration is not None:
+            on_iteration(it, metrics)
+    return optimizer

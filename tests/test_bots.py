@@ -1,0 +1,171 @@
+"""Tests for c4core.bots (and the `perfect` bot of c4core.solver): legality and tactics.
+
+Every bot must return a legal column for every unfinished game of a batch; `tactical` must take
+a win when it has one, block a lone threat when it has none, and otherwise sample columns in
+proportion to the centre weights 1,2,3,4,3,2,1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import chisquare
+
+from c4core.batch import Boards
+from c4core.bots import BOTS, RandomBot, TacticalBot, sample_columns
+from c4core.game import STANDARD, Geometry, Position
+from c4core.solver import PerfectBot
+
+SMALL = Geometry(4, 4, 3)
+
+
+def random_positions(rng, random_move_string, g, n, live=True):
+    """Live positions of random length, or (`live=False`) games played out to the end."""
+    if not live:
+        return [Position.from_moves(random_move_string(rng, g), g) for _ in range(n)]
+    lengths = rng.integers(0, g.cells, size=n)
+    return [Position.from_moves(random_move_string(rng, g, int(m), unfinished=True), g) for m in lengths]
+
+
+def assert_legal(cols: torch.Tensor, boards: Boards) -> None:
+    live = ~boards.done
+    assert cols.shape == (len(boards),) and cols.dtype == torch.int64
+    chosen = boards.legal()[torch.arange(len(boards)), cols.clamp(0, boards.geometry.cols - 1)]
+    in_range = (cols >= 0) & (cols < boards.geometry.cols)
+    assert bool((in_range & chosen)[live].all())
+
+
+@pytest.mark.parametrize(
+    "make, g, n",
+    [
+        (RandomBot, STANDARD, 1_000),
+        (TacticalBot, STANDARD, 1_000),
+        (RandomBot, SMALL, 500),
+        (TacticalBot, SMALL, 500),
+        (lambda: PerfectBot(SMALL), SMALL, 300),
+    ],
+    ids=["random", "tactical", "random-4x4", "tactical-4x4", "perfect-4x4"],
+)
+def test_bots_play_only_legal_moves(make, g, n, rng, torch_gen, random_move_string):
+    bot = make()
+    # mostly live positions, plus some finished ones whose column must simply be ignored
+    positions = random_positions(rng, random_move_string, g, n)
+    positions += random_positions(rng, random_move_string, g, n // 10, live=False)
+    boards = Boards.from_positions(positions)
+    assert bool(boards.done.any()) and not bool(boards.done.all())
+    for _ in range(3):  # act, play (Boards.play itself refuses illegal columns), act again
+        cols = bot.act(boards, torch_gen)
+        assert_legal(cols, boards)
+        boards.play(cols)
+    # act_position agrees on a single live game
+    for pos in positions[:20]:
+        if not pos.is_terminal:
+            assert bot.act_position(pos, torch_gen) in pos.legal_moves()
+
+
+def test_random_bot_is_uniform_over_legal_columns(torch_gen):
+    pos = Position.from_moves("444444" + "111111")  # columns 1 and 4 are full
+    boards = Boards.from_positions([pos] * 6_000)
+    counts = np.bincount(RandomBot().act(boards, torch_gen).numpy(), minlength=7)
+    assert counts[0] == counts[3] == 0
+    assert chisquare(counts[[1, 2, 4, 5, 6]]).pvalue > 1e-3
+
+
+def tactical_cases(rng, random_move_string, g, n):
+    """Random live positions split into (has an immediate win, must block one lone threat)."""
+    wins, blocks = [], []
+    while len(wins) < n or len(blocks) < n:
+        length = int(rng.integers(g.connect, g.cells))
+        pos = Position.from_moves(random_move_string(rng, g, length, unfinished=True), g)
+        mine, theirs = pos.threats()
+        landing = pos.possible()
+        if mine & landing:
+            if len(wins) < n:
+                wins.append(pos)
+        elif bin(theirs & landing).count("1") == 1:
+            blocks.append(pos)
+    return wins, blocks[:n]
+
+
+@pytest.mark.parametrize("g", [STANDARD, SMALL, Geometry(5, 6, 4)], ids=str)
+def test_tactical_wins_and_blocks(g, rng, torch_gen, random_move_string):
+    wins, blocks = tactical_cases(rng, random_move_string, g, 300)
+    bot = TacticalBot()
+    for _ in range(3):
+        cols = bot.act(Boards.from_positions(wins), torch_gen)
+        assert all(p.is_winning_move(int(c)) for p, c in zip(wins, cols, strict=True))
+        cols = bot.act(Boards.from_positions(blocks), torch_gen)
+        for p, c in zip(blocks, cols, strict=True):
+            # the only column where the opponent, to move instead, would win at once
+            (block,) = [m for m in p.legal_moves() if Position(p.opponent, p.mask, g).is_winning_move(m)]
+            assert int(c) == block
+
+
+def test_tactical_examples(torch_gen):
+    bot = TacticalBot()
+    # X holds the bottom of columns 1-3; O to move must block column 4
+    block = Position.from_moves("11223")
+    assert {bot.act_position(block, torch_gen) for _ in range(20)} == {3}
+    # X to move wins at column 4 (and only there) rather than blocking O's three in column 7
+    win = Position.from_moves("172737")
+    assert win.is_winning_move(3) and {bot.act_position(win, torch_gen) for _ in range(20)} == {3}
+    # two wins (X on 2-4 of the bottom row): both get played, never anything else
+    two = Position.from_moves("223344")
+    assert {bot.act_position(two, torch_gen) for _ in range(40)} == {0, 4}
+
+
+def test_tactical_centre_weights(torch_gen):
+    n = 8_000
+    cols = TacticalBot().act(Boards(n), torch_gen).numpy()
+    counts = np.bincount(cols, minlength=7)
+    weights = np.array(STANDARD.centre_weights, dtype=np.float64)
+    expected = n * weights / weights.sum()
+    assert chisquare(counts, expected).pvalue > 1e-3
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
+    # the same shape on the small board: 1,2,2,1
+    cols = TacticalBot().act(Boards(n, SMALL), torch_gen).numpy()
+    counts = np.bincount(cols, minlength=4)
+    weights = np.array(SMALL.centre_weights, dtype=np.float64)
+    assert chisquare(counts, n * weights / weights.sum()).pvalue > 1e-3
+
+
+def test_tactical_weights_skip_full_columns(torch_gen):
+    pos = Position.from_moves("444444")  # the heaviest column is full
+    cols = TacticalBot().act(Boards.from_positions([pos] * 6_000), torch_gen).numpy()
+    counts = np.bincount(cols, minlength=7)
+    assert counts[3] == 0
+    weights = np.array([1, 2, 3, 3, 2, 1], dtype=np.float64)
+    assert chisquare(counts[[0, 1, 2, 4, 5, 6]], 6_000 * weights / weights.sum()).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    "make, g, won, drawn",
+    [
+        (RandomBot, STANDARD, "1212121", None),
+        (TacticalBot, STANDARD, "1212121", None),
+        (RandomBot, Geometry(2, 3, 3), "11223", "123123"),
+        (TacticalBot, Geometry(2, 3, 3), None, "123123"),
+        (lambda: PerfectBot(SMALL), SMALL, "12121", "3233143142244211"),
+    ],
+)
+def test_act_position_rejects_finished_games(make, g, won, drawn):
+    bot = make()
+    if won is not None:
+        pos = Position.from_moves(won, g)
+        assert pos.won
+        with pytest.raises(ValueError, match=r"the game is over: there is no move to make"):
+            bot.act_position(pos)
+    if drawn is not None:
+        pos = Position.from_moves(drawn, g)
+        assert pos.is_full and not pos.won
+        with pytest.raises(ValueError, match=r"the game is over"):
+            bot.act_position(pos)
+
+
+def test_sample_columns_and_registry(torch_gen):
+    weights = torch.tensor([[0, 0, 5, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
+    cols = sample_columns(weights, torch_gen)
+    assert cols[0] == 2 and cols[2] == 0 and 0 <= cols[1] < 4
+    assert set(BOTS) == {"random", "tactical"}
+    assert BOTS["random"]().kernel is not None and BOTS["tactical"]().kernel is not None

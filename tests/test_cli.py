@@ -1,0 +1,412 @@
+"""The ``c4`` command line (`c4core.cli`): match, elo, play and league.
+
+Most checks call `main` in-process and read the output with capsys; a few run the installed
+``c4`` script in a real subprocess, where a traceback or a stray line on stderr would really
+reach a terminal. User errors must exit with status 2 and a one-line message, never a
+traceback; `play` is driven by a scripted stdin.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from c4core.bots import RandomBot, TacticalBot
+from c4core.cli import build_parser, cmd_play, main
+from c4core.match import WDL, MatchResult, play_match
+from c4core.net import Checkpoint, NetConfig, PolicyValueNet
+
+C4 = Path(sys.executable).with_name("c4")
+SEED = 31
+RESULTS = ("You win!", "random wins.", "Draw.")
+# every column in turn, over and over: whichever are full get "try again", a legal one follows
+CYCLE = "".join(f"{c}\n" for c in "1234567" * 40)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
+
+    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
+    shares libgomp with torch) resets torch's thread count behind its back.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`main(argv)` in-process: exit status (argparse exits count), stdout, stderr."""
+    try:
+        rc = main(list(argv))
+    except SystemExit as e:  # argparse rejects bad flags by exiting
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def c4(*argv: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The installed ``c4`` script in a subprocess."""
+    if not C4.exists():
+        pytest.skip(f"no c4 script next to {sys.executable}")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [str(C4), *argv], input=stdin, capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def assert_one_line_error(rc: int, out: str, err: str, command: str, *words: str) -> None:
+    assert rc == 2, err
+    assert "Traceback" not in err and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"c4 {command}: error: ")
+    for w in words:
+        assert w in lines[0]
+
+
+def assert_argparse_error(rc: int, out: str, err: str, command: str, *words: str) -> None:
+    """argparse prints its usage, then the one-line error."""
+    assert rc == 2 and "Traceback" not in err and out == ""
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("usage: c4")
+    assert lines[-1].startswith(f"c4 {command}: error: ")
+    for w in words:
+        assert w in lines[-1]
+
+
+@pytest.fixture
+def results_file(tmp_path: Path) -> Path:
+    """A JSONL file of three match records: tactical, random and a made-up gen1."""
+    records = [
+        play_match(TacticalBot(), RandomBot(), 200, seed=SEED).to_record(),
+        MatchResult("gen1", "random", 0, 4, WDL(30, 2, 18), WDL(25, 3, 22)).to_record(),
+        MatchResult("gen1", "tactical", 0, 4, WDL(5, 1, 44), WDL(2, 0, 48)).to_record(),
+    ]
+    path = tmp_path / "matches.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")  # a blank line is fine
+    return path
+
+
+# ---- match -------------------------------------------------------------------------------------
+def test_match_json(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "match", "tactical", "random", "--games", "200", "--json", "--seed", "3")
+    assert rc == 0 and err == ""
+    rec = json.loads(out)
+    assert (rec["a"], rec["b"], rec["games"], rec["seed"], rec["opening_plies"]) == (
+        "tactical",
+        "random",
+        200,
+        3,
+        4,
+    )
+    assert rec["win"] + rec["draw"] + rec["loss"] == 200
+    assert rec["win"] > rec["loss"]
+    assert sum(rec["a_first"].values()) == sum(rec["b_first"].values()) == 100
+    assert rec["seconds"] >= 0
+    # same flags, same games (seconds aside)
+    rc, again, _ = run(capsys, "match", "tactical", "random", "--games", "200", "--json", "--seed", "3")
+    assert {**json.loads(again), "seconds": 0} == {**rec, "seconds": 0}
+
+
+def test_match_text(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "match", "random", "tactical", "--games", "20", "--opening-plies", "0")
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("random vs tactical: 20 games in ")
+    assert "random:" in lines[1] and "wins" in lines[1] and "score" in lines[1]
+    assert "random first" in out and "tactical first" in out
+
+
+def test_match_with_a_checkpoint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    torch.manual_seed(SEED)
+    path = tmp_path / "tiny.pt"
+    Checkpoint.of(PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8))).save(path)
+    rc, out, _ = run(capsys, "match", str(path), "random", "--games", "10", "--json")
+    assert rc == 0
+    assert json.loads(out)["a"] == "tiny" and json.loads(out)["games"] == 10
+
+
+def test_match_subprocess_json() -> None:
+    proc = c4("match", "tactical", "random", "--games", "200", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    rec = json.loads(proc.stdout)
+    for key in ("win", "draw", "loss", "games", "seconds"):
+        assert key in rec
+    assert rec["games"] == 200 == rec["win"] + rec["draw"] + rec["loss"]
+
+
+# ---- elo ---------------------------------------------------------------------------------------
+def test_elo_text(capsys: pytest.CaptureFixture[str], results_file: Path) -> None:
+    rc, out, err = run(capsys, "elo", str(results_file))
+    assert rc == 0 and err == ""
+    assert out.splitlines()[0].split()[:3] == ["rank", "player", "Elo"]
+    for name in ("tactical", "random", "gen1"):
+        assert name in out
+    assert "random" in out.splitlines()[-1]  # the anchor note
+    body = [ln.split() for ln in out.splitlines()[2:5]]
+    assert [row[1] for row in body] == ["tactical", "gen1", "random"]
+
+
+def test_elo_json(capsys: pytest.CaptureFixture[str], results_file: Path) -> None:
+    rc, out, _ = run(capsys, "elo", str(results_file), "--json")
+    assert rc == 0
+    fit = json.loads(out)
+    assert set(fit) == {"ratings", "ci95"}
+    assert set(fit["ratings"]) == set(fit["ci95"]) == {"tactical", "random", "gen1"}
+    assert fit["ratings"]["random"] == 0.0 and fit["ci95"]["random"] == [0.0, 0.0]
+    assert fit["ratings"]["tactical"] > fit["ratings"]["gen1"] > 0
+    for name, (lo, hi) in fit["ci95"].items():
+        assert lo <= fit["ratings"][name] <= hi
+    rc, out, _ = run(capsys, "elo", str(results_file), "--json", "--anchor", "tactical")
+    assert json.loads(out)["ratings"]["tactical"] == 0.0
+
+
+def test_elo_from_stdin(capsys, results_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(results_file.read_text()))
+    rc, out, _ = run(capsys, "elo", "-", "--json")
+    assert rc == 0 and json.loads(out)["ratings"]["random"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("", ["holds no match records"]),
+        ("\n\n  \n", ["holds no match records"]),
+        ('{"a": "x", "b": "random", "win": 1,\n', ["line 1", "not JSON"]),
+        ('{"a": "x", "b": "random", "win": 1, "draw": 0, "loss": 1}\nnot json\n', ["line 2", "not JSON"]),
+        ("[1, 2, 3]\n", ["line 1", "expected an object"]),
+        ('{"a": "x", "b": "random", "win": 1, "draw": 0}\n', ["loss"]),
+        ('{"a": "x", "win": 1, "draw": 0, "loss": 2}\n', []),
+        ('{"a": "x", "b": "random", "win": -1, "draw": 0, "loss": 2}\n', []),
+    ],
+)
+def test_elo_bad_files(capsys, tmp_path: Path, content: str, words: list[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    assert_one_line_error(*run(capsys, "elo", str(path)), "elo", *words)
+
+
+def test_elo_missing_file(capsys, tmp_path: Path) -> None:
+    assert_one_line_error(*run(capsys, "elo", str(tmp_path / "nope.jsonl")), "elo", "no such file")
+    assert_one_line_error(*run(capsys, "elo", str(tmp_path)), "elo", "no such file")  # a directory
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+def test_unknown_player(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "match", "tactical", "nobody")
+    assert_one_line_error(rc, out, err, "match", "unknown player 'nobody'", "random", "tactical", ".pt")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["match", "random", "random", "--games", "3"], ["--games", "even"]),
+        (["match", "random", "random", "--games", "0"], ["--games"]),
+        (["match", "random", "random", "--games", "ten"], ["--games", "whole number"]),
+        (["match", "random", "random", "--seed", "-1"], ["--seed", "0 or more"]),
+        (["match", "random", "random", "--opening-plies", "-2"], ["--opening-plies"]),
+        (["match", "random"], ["b"]),
+        (["league", "--games", "5"], ["--games"]),
+        (["league", "--generations", "0"], ["--generations"]),
+        (["play", "--first", "nobody"], ["--first"]),
+        (["play", "--seed", "-3"], ["--seed"]),
+    ],
+)
+def test_bad_flags(capsys, argv: list[str], words: list[str]) -> None:
+    assert_argparse_error(*run(capsys, *argv), argv[0], *words)
+
+
+def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys)
+    assert rc == 2 and "Traceback" not in err and "usage: c4" in err
+
+
+def test_opening_plies_too_long_is_a_usage_error(capsys) -> None:
+    rc, out, err = run(capsys, "match", "random", "random", "--opening-plies", "42")
+    assert_one_line_error(rc, out, err, "match", "opening_plies")
+
+
+def test_bad_checkpoint_files(capsys, tmp_path: Path) -> None:
+    assert_one_line_error(
+        *run(capsys, "match", "random", str(tmp_path / "gone.pt")), "match", "no checkpoint"
+    )
+    torch.save([1, 2], tmp_path / "list.pt")
+    assert_one_line_error(
+        *run(capsys, "match", str(tmp_path / "list.pt"), "random"), "match", "not a c4core checkpoint"
+    )
+
+
+class _Pickled:
+    """Any pickled class instance: a weights_only load refuses it."""
+
+    def __init__(self) -> None:
+        self.x = 1
+
+
+@pytest.mark.parametrize("payload", ["pickled_object", "text_file", "format_1_missing_keys"])
+def test_refused_checkpoint_gives_one_line(capsys, tmp_path: Path, payload: str) -> None:
+    path = tmp_path / "odd.pt"
+    if payload == "text_file":
+        path.write_text("not a checkpoint")
+    else:
+        torch.save(_Pickled() if payload == "pickled_object" else {"format": 1}, path)
+    try:
+        result = run(capsys, "match", str(path), "random")
+    except Exception as e:  # the CLI must not let any exception out
+        pytest.fail(f"c4 match raised {type(e).__name__}: {e}")
+    assert_one_line_error(*result, "match", "odd.pt")
+    assert "\x1b[" not in result[2]
+
+
+def test_bad_input_in_a_real_process(tmp_path: Path) -> None:
+    for argv, words in (
+        (["match", "tactical", "nobody"], "unknown player"),
+        (["elo", str(tmp_path / "missing.jsonl")], "no such file"),
+    ):
+        proc = c4(*argv)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and words in lines[0]
+
+
+# ---- play --------------------------------------------------------------------------------------
+def play(stdin: str, *flags: str) -> tuple[int, str]:
+    args = build_parser().parse_args(["play", "--opponent", "random", "--seed", str(SEED), *flags])
+    out = io.StringIO()
+    rc = cmd_play(args, stdin=io.StringIO(stdin), out=out)
+    return rc, out.getvalue()
+
+
+def test_play_draws_the_board_and_quits() -> None:
+    rc, out = play("q\n")
+    assert rc == 0
+    assert out.startswith("You are X, random is O.")
+    assert ". . . . . . ." in out and "1 2 3 4 5 6 7" in out
+    assert "your move: " in out
+    assert out.rstrip().endswith("bye")
+    assert not any(r in out for r in RESULTS)
+
+
+@pytest.mark.parametrize("bad", ["9", "x", "0", "", "4 5", "-1"])
+def test_play_bad_column_asks_again(bad: str) -> None:
+    rc, out = play(f"{bad}\nquit\n")
+    assert rc == 0
+    assert out.count("try again") == 1
+    assert "expected a column number 1-7" in out
+    assert out.count("your move: ") == 2  # asked again, then quit
+    assert out.rstrip().endswith("bye")
+
+
+def test_play_full_column_asks_again() -> None:
+    rc, out = play("1\nQ\n", "--moves", "111111")
+    assert rc == 0
+    assert "column 1 is full; try again" in out
+    assert out.rstrip().endswith("bye")
+
+
+def test_play_end_of_input_quits() -> None:
+    rc, out = play("4\n")
+    assert rc == 0 and "random plays" in out and out.rstrip().endswith("bye")
+
+
+def test_play_to_the_end() -> None:
+    rc, out = play(CYCLE)
+    assert rc == 0
+    assert "bye" not in out
+    last = out.rstrip().splitlines()[-1]
+    assert last in RESULTS
+    # the final board is drawn just above the result
+    assert out.rstrip().splitlines()[-2] == "1 2 3 4 5 6 7"
+    # the same seed and input replay the same game
+    assert play(CYCLE) == (rc, out)
+
+
+def test_play_bot_first() -> None:
+    rc, out = play("q\n", "--first", "bot")
+    assert out.startswith("You are O, random is X.")
+    assert out.index("random plays") < out.index("your move: ")
+
+
+def test_play_from_a_finished_position_announces_the_result() -> None:
+    rc, out = play("", "--moves", "1212121")  # X wins up column 1; you are O, the side to move
+    assert rc == 0 and out.rstrip().endswith("random wins.")
+    assert "your move" not in out
+
+
+def test_play_bad_flags_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert_one_line_error(*run(capsys, "play", "--moves", "19"), "play", "bad move")
+    assert_one_line_error(*run(capsys, "play", "--opponent", "nobody"), "play", "unknown player")
+    assert_one_line_error(*run(capsys, "play", "--opponent", "perfect"), "play", "16 cells")
+
+
+def test_play_in_a_real_process() -> None:
+    proc = c4("play", "--opponent", "random", "--seed", "1", stdin="9\nx\n" + CYCLE)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr == ""
+    out = proc.stdout
+    assert "1 2 3 4 5 6 7" in out and ". . . ." in out
+    assert out.count("try again") >= 2
+    assert out.rstrip().splitlines()[-1] in RESULTS
+
+
+def test_play_quit_in_a_real_process() -> None:
+    proc = c4("play", "--opponent", "random", "--seed", "1", stdin="4\nq\n")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "random plays" in proc.stdout and proc.stdout.rstrip().endswith("bye")
+
+
+# ---- league ------------------------------------------------------------------------------------
+def test_league_smoke(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[int] = []
+    # the command uses every core; keep this test on one thread (a busy machine slows it 10x)
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--name", "x")
+    assert rc == 0, err
+    assert threads == [os.cpu_count() or 1]
+    root = tmp_path / "x"
+    assert (root / "gen1.pt").is_file() and (root / "gen2.pt").is_file()
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["rank", "player", "Elo"]
+    ladder_names = {ln.split()[1] for ln in lines[2:6]}
+    assert ladder_names == {"random", "tactical", "gen1", "gen2"}
+    champ = next(ln for ln in lines if ln.startswith("champion: "))
+    name = champ.split()[1]
+    assert name in ("gen1", "gen2")
+    assert any(ln.startswith("champion vs tactical: ") for ln in lines)
+    assert any(ln.startswith("checkpoint: ") and f"{name}.pt" in ln for ln in lines)
+    assert "league 'x': profile smoke" in err
+    assert "generation 1: champion" in err and "generation 2: champion" in err
+    assert "Traceback" not in err
+
+    # a rerun resumes the finished league at once and can report it as JSON
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--name", "x", "--json"
+    )
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["champion"] == name
+    assert set(data["ratings"]) == {"random", "tactical", "gen1", "gen2"}
+    assert data["ratings"]["random"] == 0.0 and data["seconds"] >= 0
+    assert set(data["ci95"]) == set(data["ratings"])
+
+
+def test_league_bad_name(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--name", "a b")
+    assert_one_line_error(rc, out, err, "league", "league name")
+    assert not (tmp_path / "a b").exists()
+
+
+def test_league_unknown_profile(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "huge", "--dir", str(tmp_path))
+    assert_one_line_error(rc, out, err, "league", "unknown profile 'huge'")

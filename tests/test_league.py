@@ -1,0 +1,385 @@
+"""The league (`c4core.league`): a smoke league end to end, opponents, resuming, and configs.
+
+The smoke profile runs once per module into a temporary `LocalStore`; the tests then read what
+it left behind: snapshots, one record per pairing, a joint Elo fit anchored on `random`. Resume
+tests rerun the league on a copy of that store with training and match play patched to fail,
+so "nothing is redone" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+import torch
+
+import c4core.league as league
+from c4core.bots import RandomBot, TacticalBot
+from c4core.elo import fit_elo
+from c4core.league import (
+    BOT_NAMES,
+    GenerationReport,
+    LeagueConfig,
+    LocalStore,
+    champion,
+    load_member,
+    match_seed,
+    members,
+    pick_opponents,
+    profile,
+    run_league,
+)
+from c4core.match import WDL, MatchResult
+from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+from c4core.ppo import PPOConfig
+
+SMOKE = profile("smoke", name="t")
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
+
+    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
+    shares libgomp with torch) resets torch's thread count behind its back.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@dataclass
+class SmokeRun:
+    root: Path
+    final: GenerationReport
+    reports: list[GenerationReport]
+    iterations: list[tuple[int, int, dict[str, float]]] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    root = tmp_path_factory.mktemp("league") / "t"
+    reports: list[GenerationReport] = []
+    iterations: list[tuple[int, int, dict[str, float]]] = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module fixtures run before the per-test one
+    try:
+        final = run_league(
+            LocalStore(root), SMOKE, reports.append, lambda g, i, m: iterations.append((g, i, m))
+        )
+    finally:
+        torch.set_num_threads(threads)
+    return SmokeRun(root, final, reports, iterations)
+
+
+def copy_store(smoke: SmokeRun, tmp_path: Path) -> Path:
+    dest = tmp_path / "copy"
+    shutil.copytree(smoke.root, dest)
+    return dest
+
+
+def _pair(r: MatchResult) -> frozenset[str]:
+    return frozenset((r.a, r.b))
+
+
+# ---- the smoke league --------------------------------------------------------------------------
+def test_smoke_league_writes_snapshots(smoke: SmokeRun) -> None:
+    store = LocalStore(smoke.root)
+    for g in (1, 2):
+        assert (smoke.root / f"gen{g}.pt").is_file()
+        ckpt = store.snapshot(g)
+        assert ckpt is not None and ckpt.generation == g
+        assert ckpt.net_config == SMOKE.net and ckpt.geometry == SMOKE.geometry
+        assert ckpt.optimizer is not None  # so the next generation can continue training
+        assert LeagueConfig.from_dict(ckpt.train_config) == SMOKE
+        metrics = json.loads((smoke.root / f"gen{g}.metrics.json").read_text())
+        assert len(metrics) == SMOKE.ppo.iterations
+        assert all("losses/policy" in m for m in metrics)
+    assert store.snapshot(3) is None
+    assert members(store, 5) == ["random", "tactical", "gen1", "gen2"]
+    assert not list(smoke.root.glob("*.tmp"))
+
+
+def test_gen2_continued_from_gen1(smoke: SmokeRun) -> None:
+    store = LocalStore(smoke.root)
+    one, two = store.snapshot(1), store.snapshot(2)
+    assert any(not torch.equal(one.model[k], two.model[k]) for k in one.model)
+    # Adam's step count keeps growing across generations
+    steps = [next(iter(c.optimizer["state"].values()))["step"] for c in (one, two)]
+    assert float(steps[1]) > float(steps[0]) > 0
+
+
+def test_every_pairing_recorded_exactly_once(smoke: SmokeRun) -> None:
+    results = LocalStore(smoke.root).results()
+    pairs = [_pair(r) for r in results]
+    expected = {
+        frozenset(p)
+        for p in [
+            ("gen1", "random"),
+            ("gen1", "tactical"),
+            ("gen2", "random"),
+            ("gen2", "tactical"),
+            ("gen2", "gen1"),
+        ]
+    }
+    assert len(pairs) == len(set(pairs)) == len(expected)
+    assert set(pairs) == expected
+    for r in results:
+        assert r.a.startswith("gen")  # the new snapshot is A
+        assert r.games == SMOKE.match_games and r.opening_plies == SMOKE.opening_plies
+        assert r.seed == match_seed(SMOKE, r.a, r.b) == match_seed(SMOKE, r.b, r.a)
+    # each generation's report lists the matches it played, new snapshot first
+    assert [[(m.a, m.b) for m in rep.matches] for rep in smoke.reports] == [
+        [("gen1", "random"), ("gen1", "tactical")],
+        [("gen2", "random"), ("gen2", "tactical"), ("gen2", "gen1")],
+    ]
+
+
+def test_ratings_anchor_and_champion(smoke: SmokeRun) -> None:
+    fit = smoke.final.fit
+    assert set(fit.ratings) == {"random", "tactical", "gen1", "gen2"}
+    assert fit.ratings["random"] == 0.0
+    assert smoke.final.champion in ("gen1", "gen2")
+    assert smoke.final.champion == champion(fit)
+    assert fit.ratings[smoke.final.champion] == max(fit.ratings["gen1"], fit.ratings["gen2"])
+    # the league's fit is the joint fit of its records
+    refit = fit_elo([r.to_record() for r in LocalStore(smoke.root).results()])
+    assert refit.ratings == pytest.approx(fit.ratings)
+
+
+def test_reports_and_callbacks(smoke: SmokeRun) -> None:
+    assert [r.generation for r in smoke.reports] == [1, 2]
+    assert smoke.reports[-1] is smoke.final
+    assert smoke.reports[0].opponents == ["random", "tactical", "self"]
+    assert smoke.reports[1].opponents == ["random", "tactical", "gen1", "self"]
+    assert [(g, i) for g, i, _ in smoke.iterations] == [
+        (g, i) for g in (1, 2) for i in range(SMOKE.ppo.iterations)
+    ]
+    g2 = [m for g, _, m in smoke.iterations if g == 2]
+    assert all("vs/gen1/win" in m and "vs/self/win" in m and "vs/tactical/win" in m for m in g2)
+
+
+def test_load_member(smoke: SmokeRun) -> None:
+    store = LocalStore(smoke.root)
+    assert isinstance(load_member(store, "random", SMOKE), RandomBot)
+    assert isinstance(load_member(store, "tactical", SMOKE), TacticalBot)
+    gen1 = load_member(store, "gen1", SMOKE, greedy=False)
+    assert isinstance(gen1, NetPlayer) and gen1.name == "gen1" and not gen1.greedy
+    for bad in ("gen3", "gen", "genX", "perfect", "self"):
+        with pytest.raises(ValueError, match="no member"):
+            load_member(store, bad, SMOKE)
+
+
+# ---- resuming ----------------------------------------------------------------------------------
+def _forbid(*_args, **_kwargs):
+    raise AssertionError("a resumed league must not redo finished work")
+
+
+def test_resume_redoes_nothing(smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_store(smoke, tmp_path)
+    before = {p.name: p.read_bytes() for p in root.iterdir()}
+    monkeypatch.setattr(league, "train", _forbid)
+    monkeypatch.setattr(league, "play_match", _forbid)
+    again = run_league(LocalStore(root), SMOKE)
+    assert again.fit.ratings == smoke.final.fit.ratings
+    assert again.champion == smoke.final.champion
+    assert {p.name: p.read_bytes() for p in root.iterdir()} == before
+
+
+def test_resume_after_a_killed_generation(
+    smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lose gen2 and its matches: the rerun retrains only gen2, replays only its matches, and
+    (same seeds, same recipe) lands on the same snapshot and records."""
+    root = copy_store(smoke, tmp_path)
+    (root / "gen2.pt").unlink()
+    lines = (root / "matches.jsonl").read_text().splitlines()
+    (root / "matches.jsonl").write_text("\n".join(ln for ln in lines if "gen2" not in ln) + "\n")
+    calls = {"train": 0, "play_match": 0}
+    real_train, real_play = league.train, league.play_match
+
+    def counting_train(*a, **k):
+        calls["train"] += 1
+        return real_train(*a, **k)
+
+    def counting_play(*a, **k):
+        calls["play_match"] += 1
+        return real_play(*a, **k)
+
+    monkeypatch.setattr(league, "train", counting_train)
+    monkeypatch.setattr(league, "play_match", counting_play)
+    again = run_league(LocalStore(root), SMOKE)
+    assert calls == {"train": 1, "play_match": 3}
+    original, redone = LocalStore(smoke.root).snapshot(2), LocalStore(root).snapshot(2)
+    assert all(torch.equal(original.model[k], redone.model[k]) for k in original.model)
+    assert sorted(LocalStore(root).results(), key=_pair_key) == sorted(
+        LocalStore(smoke.root).results(), key=_pair_key
+    )
+    assert again.fit.ratings == pytest.approx(smoke.final.fit.ratings)
+
+
+def _pair_key(r: MatchResult) -> tuple[str, str]:
+    return (r.a, r.b)
+
+
+def _result(a: str, b: str, win: int, loss: int, draw: int = 0) -> MatchResult:
+    # split evenly by colour; the tests only need totals
+    return MatchResult(
+        a,
+        b,
+        0,
+        4,
+        WDL(win - win // 2, draw - draw // 2, loss - loss // 2),
+        WDL(win // 2, draw // 2, loss // 2),
+    )
+
+
+def test_record_match_does_not_double_count(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    assert store.results() == []
+    r = _result("gen1", "random", 7, 3)
+    store.record_match(r)
+    store.record_match(r)
+    store.record_match(_result("random", "gen1", 1, 9))  # the same pairing, other way round
+    assert store.results() == [r]
+    store.record_match(_result("gen1", "tactical", 2, 8))
+    assert [(x.a, x.b) for x in store.results()] == [("gen1", "random"), ("gen1", "tactical")]
+
+
+# ---- opponents ---------------------------------------------------------------------------------
+class MemoryStore:
+    """An in-memory `LeagueStore`, to check the steps against the protocol alone."""
+
+    def __init__(self) -> None:
+        self.snaps: dict[int, Checkpoint] = {}
+        self.records: list[MatchResult] = []
+
+    def snapshot(self, generation: int) -> Checkpoint | None:
+        return self.snaps.get(generation)
+
+    def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
+        self.snaps[checkpoint.generation] = checkpoint
+
+    def results(self) -> list[MatchResult]:
+        return list(self.records)
+
+    def record_match(self, result: MatchResult) -> None:
+        if all({r.a, r.b} != {result.a, result.b} for r in self.records):
+            self.records.append(result)
+
+
+@pytest.fixture
+def rated_store() -> MemoryStore:
+    """Snapshots gen1..gen6 with gen4 > gen2 > gen3 > gen1 > gen5 by results; gen6 unrated."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(blocks=0, channels=1, value_hidden=1))
+    store = MemoryStore()
+    for g in range(1, 7):
+        store.save_snapshot(Checkpoint.of(net, generation=g), [])
+    for g, wins in ((1, 10), (2, 16), (3, 13), (4, 19), (5, 4)):
+        store.record_match(_result(f"gen{g}", "random", wins, 20 - wins))
+    store.record_match(_result("tactical", "random", 18, 2))
+    return store
+
+
+def test_pick_opponents_takes_the_best_rated_snapshots(rated_store: MemoryStore) -> None:
+    cfg = replace(SMOKE, top_snapshots=3)
+    assert pick_opponents(rated_store, cfg, 6) == ["random", "tactical", "gen4", "gen2", "gen3", "self"]
+    # only snapshots older than the generation being trained count
+    assert pick_opponents(rated_store, cfg, 3) == ["random", "tactical", "gen2", "gen1", "self"]
+    # an unrated snapshot ranks below every rated one
+    assert pick_opponents(rated_store, replace(cfg, top_snapshots=10), 7)[-2:] == ["gen6", "self"]
+    assert pick_opponents(rated_store, replace(cfg, top_snapshots=0), 6) == ["random", "tactical", "self"]
+    assert pick_opponents(MemoryStore(), cfg, 1) == ["random", "tactical", "self"]
+
+
+@pytest.mark.parametrize("top", [0, 1, 2, 3, 5])
+def test_pick_opponents_shape(rated_store: MemoryStore, top: int) -> None:
+    picked = pick_opponents(rated_store, replace(SMOKE, top_snapshots=top), 6)
+    assert picked[:2] == list(BOT_NAMES) and picked[-1] == "self"
+    snaps = picked[2:-1]
+    assert len(snaps) == min(top, 5) and len(set(snaps)) == len(snaps)
+    ratings = league.fit_ratings(rated_store.results()).ratings
+    assert [ratings[s] for s in snaps] == sorted((ratings[s] for s in snaps), reverse=True)
+
+
+def test_champion_needs_a_snapshot() -> None:
+    fit = fit_elo([_result("tactical", "random", 15, 5).to_record()])
+    with pytest.raises(ValueError, match="no snapshots"):
+        champion(fit)
+
+
+# ---- configs -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(name=""),
+        dict(name="has space"),
+        dict(name="a/b"),
+        dict(name="../up"),
+        dict(generations=0),
+        dict(match_games=3),
+        dict(match_games=0),
+        dict(net=NetConfig(rows=5)),
+        dict(net=NetConfig(cols=6)),
+        dict(connect=9),
+    ],
+)
+def test_league_config_validation(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        LeagueConfig(**bad)
+
+
+def test_league_config_accepts_good_names() -> None:
+    for name in ("a", "exp-1", "run_2.b", "X9"):
+        assert LeagueConfig(name=name).name == name
+    small = LeagueConfig(rows=5, cols=6, net=NetConfig(rows=5, cols=6))
+    assert small.geometry.cells == 30
+
+
+def test_config_dict_round_trip() -> None:
+    for cfg in (SMOKE, profile("cpu"), profile("gpu")):
+        back = LeagueConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+        assert back == cfg
+        assert back.training_hash() == cfg.training_hash()
+
+
+def test_training_hash() -> None:
+    h = SMOKE.training_hash()
+    assert len(h) == 12
+    for same in (dict(name="other"), dict(generations=9), dict(profile="custom"), dict(device="cuda")):
+        assert replace(SMOKE, **same).training_hash() == h
+    for changed in (
+        dict(ppo=replace(SMOKE.ppo, learning_rate=5e-4)),
+        dict(ppo=replace(SMOKE.ppo, iterations=3)),
+        dict(ppo=replace(SMOKE.ppo, mirror=False)),
+        dict(net=replace(SMOKE.net, channels=16)),
+        dict(seed=1),
+        dict(match_games=40),
+        dict(top_snapshots=2),
+    ):
+        assert replace(SMOKE, **changed).training_hash() != h
+
+
+def test_profiles() -> None:
+    assert profile("smoke").generations == 2 and profile("smoke").profile == "smoke"
+    assert profile("cpu").device == "cpu" and profile("gpu").device == "cuda"
+    tweaked = profile("smoke", generations=1, ppo={"iterations": 1}, net={"channels": 4})
+    assert (tweaked.generations, tweaked.ppo.iterations, tweaked.net.channels) == (1, 1, 4)
+    assert tweaked.ppo.games == profile("smoke").ppo.games  # other fields kept
+    assert league.PROFILES["smoke"].ppo.iterations == 2  # the table itself is untouched
+    with pytest.raises(ValueError, match="nope"):
+        profile("nope")
+    with pytest.raises(ValueError):
+        profile("smoke", match_games=5)
+    assert isinstance(profile("smoke").ppo, PPOConfig)
+
+
+def test_profile_accepts_a_league_name_override() -> None:
+    cfg = profile("smoke", name="t")
+    assert cfg.name == "t" and cfg.profile == "smoke"
+    assert replace(cfg, name="default") == profile("smoke")

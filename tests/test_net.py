@@ -1,0 +1,289 @@
+"""The policy-value network, `NetPlayer` and checkpoints (`c4core.net`).
+
+Legality is checked on random live positions, many of them nearly full, and with a net whose
+policy bias is rigged towards the full columns, so masking is what keeps the move legal, not
+luck. Checkpoints are checked for an exact round trip and for refusing anything that is not a
+plain c4core checkpoint without ever running code from the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from c4core.batch import Boards
+from c4core.game import STANDARD, Geometry, Position
+from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+
+SEED = 1234
+TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
+ODD = Geometry(5, 6, 4)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
+
+    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
+    shares libgomp with torch) resets torch's thread count behind its back.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def net() -> PolicyValueNet:
+    torch.manual_seed(SEED)
+    return PolicyValueNet(TINY).eval()
+
+
+def live_position(rng: np.random.Generator, plies: int, geometry: Geometry = STANDARD) -> Position:
+    """Up to `plies` random moves that never end the game, so the result is still live."""
+    pos = Position(geometry=geometry)
+    for _ in range(plies):
+        moves = [c for c in pos.legal_moves() if not pos.play(c).is_terminal]
+        if not moves:
+            break
+        pos = pos.play(int(rng.choice(moves)))
+    return pos
+
+
+@pytest.fixture(scope="module")
+def positions() -> list[Position]:
+    """Live positions from the empty board to nearly full ones (many with full columns)."""
+    rng = np.random.default_rng(SEED)
+    out = [live_position(rng, int(rng.integers(0, 42))) for _ in range(150)]
+    out += [live_position(rng, 41) for _ in range(60)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def boards(positions: list[Position]) -> Boards:
+    return Boards.from_positions(positions)
+
+
+def test_fixture_positions_include_full_columns_and_deep_boards(positions: list[Position]) -> None:
+    full_columns = sum(p.geometry.cols - len(p.legal_moves()) for p in positions)
+    assert full_columns > 100
+    assert max(p.ply for p in positions) >= 36
+    assert all(not p.is_terminal for p in positions)
+
+
+def test_masked_logits_never_favour_an_illegal_column(net: PolicyValueNet, boards: Boards) -> None:
+    legal = boards.legal()
+    # rig the policy head towards every column, full or not: only the mask can stop it
+    with torch.no_grad():
+        net.policy_fc.bias.copy_(torch.tensor([1e4, -1e4, 1e4, -1e4, 1e4, -1e4, 1e4]))
+        logits, _ = net(boards.planes(), legal)
+        probs, _ = net.evaluate(boards)
+    chosen = logits.argmax(1)
+    assert bool(legal.gather(1, chosen[:, None]).all())
+    assert bool((probs[~legal] == 0).all())
+    assert torch.allclose(probs.sum(1), torch.ones(len(boards)))
+    # and the illegal logits sit far below every legal one
+    assert bool(logits[~legal].max() < logits[legal].min())
+
+
+def test_values_are_in_range_and_shapes_follow_the_config(net: PolicyValueNet, boards: Boards) -> None:
+    probs, values = net.evaluate(boards)
+    assert probs.shape == (len(boards), 7)
+    assert values.shape == (len(boards),)
+    assert bool(((values >= -1) & (values <= 1)).all())
+    # huge weights saturate tanh but never leave the range
+    with torch.no_grad():
+        net.value_fc2.weight.mul_(1e4)
+    _, values = net.evaluate(boards)
+    assert bool(((values >= -1) & (values <= 1)).all())
+
+
+def test_net_on_a_non_standard_board() -> None:
+    torch.manual_seed(SEED)
+    odd_net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6))
+    rng = np.random.default_rng(SEED)
+    b = Boards.from_positions([live_position(rng, k, ODD) for k in (0, 10, 29)])
+    probs, values = odd_net.evaluate(b)
+    assert probs.shape == (3, 6) and values.shape == (3,)
+    assert bool((probs[~b.legal()] == 0).all())
+
+
+def test_bad_net_config_is_rejected() -> None:
+    for bad in (dict(blocks=-1), dict(channels=0), dict(value_hidden=0)):
+        with pytest.raises(ValueError, match="bad network size"):
+            NetConfig(**bad)
+
+
+def test_greedy_player_is_deterministic(net: PolicyValueNet, boards: Boards) -> None:
+    player = NetPlayer(net, greedy=True)
+    first = player.act(boards, torch.Generator().manual_seed(1))
+    again = player.act(boards, torch.Generator().manual_seed(2))
+    assert torch.equal(first, again)
+    assert bool(boards.legal().gather(1, first[:, None]).all())
+    # a single position gives the same move as its row in the batch
+    pos = Position.from_moves("4453")
+    assert player.act_position(pos) == player.act_position(pos)
+
+
+def test_sampled_player_respects_legality(net: PolicyValueNet, boards: Boards) -> None:
+    legal = boards.legal()
+    for temperature in (0.25, 1.0, 4.0):
+        player = NetPlayer(net, greedy=False, temperature=temperature)
+        gen = torch.Generator().manual_seed(SEED)
+        for _ in range(20):
+            cols = player.act(boards, gen)
+            assert bool(legal.gather(1, cols[:, None]).all())
+
+
+def test_sampled_player_is_seeded_and_actually_samples(net: PolicyValueNet) -> None:
+    player = NetPlayer(net, greedy=False, temperature=1.0)
+    empty = Boards(200)
+    a = player.act(empty, torch.Generator().manual_seed(7))
+    b = player.act(empty, torch.Generator().manual_seed(7))
+    assert torch.equal(a, b)
+    assert len(set(a.tolist())) > 1  # an untrained net's policy is spread over the columns
+
+
+# ---- checkpoints ------------------------------------------------------------------------------
+def _adam_after_one_step(net: PolicyValueNet, geometry: Geometry) -> torch.optim.Adam:
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    b = Boards(4, geometry)
+    logits, value = net(b.planes(), b.legal())
+    (logits.logsumexp(1).sum() + value.sum()).backward()
+    opt.step()
+    return opt
+
+
+def _same(a: object, b: object) -> bool:
+    """Deep equality that compares tensors by value."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_checkpoint_round_trip_is_exact(tmp_path: Path) -> None:
+    torch.manual_seed(SEED)
+    config = NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6)
+    net = PolicyValueNet(config)
+    opt = _adam_after_one_step(net, ODD)
+    ckpt = Checkpoint.of(net, ODD, generation=3, optimizer=opt, train_config={"lr": 0.001, "tag": "x"})
+    path = tmp_path / "sub" / "snap.pt"
+    ckpt.save(path)
+    assert path.is_file()
+    assert not list(path.parent.glob("*.tmp"))  # the temporary file was renamed away
+
+    back = Checkpoint.load(path)
+    assert back.net_config == config
+    assert back.geometry == ODD
+    assert back.generation == 3
+    assert back.train_config == {"lr": 0.001, "tag": "x"}
+    assert _same(back.model, net.state_dict())
+    assert _same(back.optimizer, opt.state_dict())
+    # the rebuilt net plays exactly like the original, and the optimizer state loads back
+    b = Boards.from_positions([Position.from_moves("445", ODD)])
+    assert torch.equal(back.build().evaluate(b)[0], net.evaluate(b)[0])
+    opt2 = torch.optim.Adam(back.build().parameters(), lr=1e-3)
+    opt2.load_state_dict(back.optimizer)
+
+
+def test_checkpoint_without_optimizer_round_trips(tmp_path: Path, net: PolicyValueNet) -> None:
+    Checkpoint.of(net).save(tmp_path / "a.pt")
+    back = Checkpoint.load(tmp_path / "a.pt")
+    assert back.optimizer is None and back.generation == 0 and back.geometry == STANDARD
+    assert back.train_config == {}
+
+
+def test_checkpoint_of_copies_the_weights(net: PolicyValueNet) -> None:
+    ckpt = Checkpoint.of(net)
+    with torch.no_grad():
+        net.stem.weight.add_(1.0)
+    assert not torch.equal(ckpt.model["stem.weight"], net.stem.weight)
+
+
+_SENTINEL_WRITES: list[str] = []
+
+
+def _would_run(path: str) -> None:  # pragma: no cover - must never run
+    _SENTINEL_WRITES.append(path)
+    Path(path).write_text("code from a checkpoint ran")
+
+
+class _Evil:
+    """Unpickling this calls `_would_run`: exactly what weights_only loading must refuse."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (_would_run, (self.path,))
+
+
+def test_load_refuses_pickled_objects_without_running_them(tmp_path: Path) -> None:
+    sentinel = tmp_path / "ran.txt"
+    for i, payload in enumerate(
+        (_Evil(str(sentinel)), {"format": 1, "model": _Evil(str(sentinel))}, Geometry(4, 4, 3))
+    ):
+        path = tmp_path / f"evil{i}.pt"
+        torch.save(payload, path)
+        with pytest.raises(ValueError, match="not a readable checkpoint") as err:
+            Checkpoint.load(path)
+        assert str(path) in str(err.value)
+    assert not sentinel.exists() and not _SENTINEL_WRITES
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no checkpoint at"):
+        Checkpoint.load(tmp_path / "missing.pt")
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"not a checkpoint at all", b"PK\x03\x04garbage", bytes(range(256)) * 4]
+)
+def test_load_garbage_file(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "garbage.pt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        Checkpoint.load(path)
+
+
+@pytest.mark.parametrize("payload", [[1, 2, 3], {"format": 2}, {"model": {}}, torch.zeros(3)])
+def test_load_foreign_torch_file(tmp_path: Path, payload: object) -> None:
+    path = tmp_path / "foreign.pt"
+    torch.save(payload, path)
+    with pytest.raises(ValueError, match="not a c4core checkpoint"):
+        Checkpoint.load(path)
+
+
+def test_load_a_directory_is_a_value_error(tmp_path: Path) -> None:
+    (tmp_path / "dir.pt").mkdir()
+    with pytest.raises(ValueError):
+        Checkpoint.load(tmp_path / "dir.pt")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"format": 1},
+        {
+            "format": 1,
+            "model": {},
+            "net_config": {"blocks": 1, "bogus": 3},
+            "geometry": {},
+            "generation": 0,
+            "optimizer": None,
+            "train_config": {},
+        },
+    ],
+)
+def test_load_incomplete_c4core_dict_is_a_value_error(tmp_path: Path, payload: dict) -> None:
+    path = tmp_path / "incomplete.pt"
+    torch.save(payload, path)
+    with pytest.raises(ValueError):
+        Checkpoint.load(path)

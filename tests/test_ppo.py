@@ -1,0 +1,285 @@
+"""PPO self-play (`c4core.ppo`): GAE by hand, what `collect` records, the update, and learning.
+
+`gae` is checked against hand-computed advantages for two interleaved trajectories. `collect`
+is checked for bookkeeping (decisions per game, W/D/L per opponent, colours, legality, both
+sides of self-play), `ppo_update` for finite losses, moved weights and exact mirror log-probs,
+and `train` for its metrics and for actually learning: a tiny net trained against `random`
+beats it more often than the same net untrained.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from c4core.batch import Boards, mirror_planes
+from c4core.bots import RandomBot, TacticalBot
+from c4core.match import play_match
+from c4core.net import NetConfig, NetPlayer, PolicyValueNet
+from c4core.ppo import PPOConfig, Rollout, _with_mirror, collect, gae, ppo_update, train
+
+SEED = 4321
+TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
+
+    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
+    shares libgomp with torch) resets torch's thread count behind its back.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def net() -> PolicyValueNet:
+    torch.manual_seed(SEED)
+    return PolicyValueNet(TINY)
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(SEED)
+
+
+def stones(planes: torch.Tensor) -> torch.Tensor:
+    """Ply of each decision: the stones on its board (planes 0 and 1 are the two sides)."""
+    return planes[:, :2].sum((1, 2, 3)).round().long()
+
+
+class RecordingRandom(RandomBot):
+    """A random bot that remembers how many games it was asked to open (empty boards)."""
+
+    def __init__(self, name: str = "recorder"):
+        self.name = name
+        self.openings = 0
+        self.calls = 0
+
+    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+        self.calls += 1
+        self.openings += int((boards.ply == 0).sum())
+        assert not bool(boards.done.any())  # it is only asked about live games
+        return super().act(boards, generator)
+
+
+# ---- gae ---------------------------------------------------------------------------------------
+# two trajectories, decisions interleaved in chronological order: 7 = (0.1, 0.3, 0.5), reward +1;
+# 2 = (0.2, -0.4), reward -1
+TRAJ = torch.tensor([7, 2, 7, 2, 7])
+VALUES = torch.tensor([0.1, 0.2, 0.3, -0.4, 0.5])
+REWARD = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "lam, expected",
+    [
+        (1.0, [0.9, -1.2, 0.7, -0.6, 0.5]),  # Monte Carlo: reward - value
+        (0.0, [0.2, -0.6, 0.2, -0.6, 0.5]),  # one-step TD: next value (or reward) - value
+        (0.5, [0.425, -0.9, 0.45, -0.6, 0.5]),  # A_t = delta_t + 0.5 A_{t+1}
+    ],
+)
+def test_gae_by_hand(lam: float, expected: list[float]) -> None:
+    adv = gae(TRAJ, VALUES, REWARD, lam)
+    assert torch.allclose(adv, torch.tensor(expected), atol=1e-6)
+
+
+def test_gae_single_decision_and_order_independence() -> None:
+    assert torch.allclose(
+        gae(torch.tensor([3]), torch.tensor([0.25]), torch.tensor([-1.0]), 0.9), torch.tensor([-1.25])
+    )
+    # relabelling trajectories does not change anything
+    relabelled = gae(torch.tensor([0, 1, 0, 1, 0]), VALUES, REWARD, 0.7)
+    assert torch.allclose(relabelled, gae(TRAJ, VALUES, REWARD, 0.7))
+
+
+# ---- collect -----------------------------------------------------------------------------------
+def test_collect_bookkeeping(net: PolicyValueNet, gen: torch.Generator) -> None:
+    recorder = RecordingRandom()
+    rollout, stats = collect(net, [recorder, TacticalBot(), None], 64, gen)
+    per = 20  # 64 games over 3 opponents, rounded down to an even number each
+    assert set(stats) == {"recorder", "tactical", "self"}
+    assert all(w.games == per for w in stats.values())
+    # the opponent opened exactly half of its games, so the learner opened the other half
+    assert recorder.openings == per // 2
+    n = 3 * per
+    ply = stones(rollout.planes)
+    # learner openings: half of each opponent's games, every self-play game
+    assert int((ply == 0).sum()) == per // 2 * 2 + per
+    assert int((ply == 1).sum()) == per // 2 * 2 + per
+    # a game lasts 7..42 plies; the learner makes 3..21 of them against an opponent, all in self-play
+    assert 3 * (n - per) + 7 * per <= len(rollout) <= 21 * (n - per) + 42 * per
+    for field in ("planes", "legal", "actions", "logprobs", "values", "advantages", "returns"):
+        assert len(getattr(rollout, field)) == len(rollout)
+
+
+def test_collect_records_only_legal_actions_with_their_logprobs(net: PolicyValueNet, gen) -> None:
+    rollout, _ = collect(net, [RandomBot(), None], 32, gen)
+    assert bool(rollout.legal.gather(1, rollout.actions[:, None]).all())
+    assert bool(rollout.legal.any(1).all())
+    with torch.no_grad():
+        logits, values = net(rollout.planes, rollout.legal)
+    logp = torch.log_softmax(logits, 1).gather(1, rollout.actions[:, None]).squeeze(1)
+    assert torch.allclose(logp, rollout.logprobs, atol=1e-5)
+    assert torch.allclose(values, rollout.values, atol=1e-5)
+    assert torch.allclose(rollout.returns, rollout.advantages + rollout.values)
+    assert bool((rollout.logprobs <= 0).all())
+
+
+def test_self_play_records_both_sides(net: PolicyValueNet, gen: torch.Generator) -> None:
+    rollout, stats = collect(net, [None], 16, gen, gae_lambda=1.0)
+    ply = stones(rollout.planes)
+    # every ply of every game is a learner decision: both colours, from the first move on
+    for k in range(7):
+        assert int((ply == k).sum()) == 16
+    assert len(rollout) >= 7 * 16
+    assert stats["self"].games == 16
+    # with lambda 1 the return is the final result for the side that moved: -1, 0 or +1
+    assert set(rollout.returns.round(decimals=4).tolist()) <= {-1.0, 0.0, 1.0}
+
+
+def test_versus_an_opponent_the_learner_plays_one_side(net: PolicyValueNet, gen) -> None:
+    rollout, stats = collect(net, [RandomBot()], 16, gen, gae_lambda=1.0)
+    ply = stones(rollout.planes)
+    assert int((ply == 0).sum()) == 8 and int((ply == 1).sum()) == 8
+    assert 3 * 16 <= len(rollout) <= 21 * 16
+    returns = rollout.returns.round(decimals=4)
+    assert set(returns.tolist()) <= {-1.0, 0.0, 1.0}
+    # the learner's first decision of each game (ply 0 or 1) returns that game's result
+    w = stats["random"]
+    assert w.win + w.draw + w.loss == 16
+    assert int(((ply <= 1) & (returns == 1)).sum()) == w.win
+
+
+def test_collect_needs_an_opponent(net: PolicyValueNet, gen: torch.Generator) -> None:
+    with pytest.raises(ValueError, match="at least one opponent"):
+        collect(net, [], 16, gen)
+
+
+def test_ppo_config_validation() -> None:
+    for bad in (
+        dict(games=1),
+        dict(iterations=-1),
+        dict(minibatch_size=0),
+        dict(gae_lambda=1.5),
+        dict(gae_lambda=-0.1),
+    ):
+        with pytest.raises(ValueError):
+            PPOConfig(**bad)
+
+
+# ---- update ------------------------------------------------------------------------------------
+@pytest.fixture
+def rollout(net: PolicyValueNet, gen: torch.Generator) -> Rollout:
+    return collect(net, [RandomBot(), TacticalBot(), None], 48, gen)[0]
+
+
+def test_ppo_update_changes_weights_and_reports_finite_losses(net, rollout, gen) -> None:
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    losses = ppo_update(net, opt, rollout, PPOConfig(update_epochs=2, minibatch_size=128), gen)
+    assert set(losses) == {"policy", "value", "entropy", "approx_kl", "clipfrac"}
+    assert all(math.isfinite(v) for v in losses.values())
+    assert losses["entropy"] > 0 and losses["value"] >= 0 and 0 <= losses["clipfrac"] <= 1
+    changed = [k for k, v in net.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed
+    assert not net.training  # left in eval mode for the next collection
+
+
+class _CountingAdam(torch.optim.Adam):
+    steps = 0
+
+    def step(self, closure=None):
+        type(self).steps += 1
+        return super().step(closure)
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_mirror_doubles_the_batch(net, rollout, gen, mirror: bool) -> None:
+    _CountingAdam.steps = 0
+    opt = _CountingAdam(net.parameters(), lr=1e-3)
+    mb = 64
+    ppo_update(net, opt, rollout, PPOConfig(update_epochs=3, minibatch_size=mb, mirror=mirror), gen)
+    n = len(rollout) * (2 if mirror else 1)
+    assert _CountingAdam.steps == 3 * math.ceil(n / mb)
+
+
+def test_mirrored_half_has_logprobs_from_the_net(net: PolicyValueNet, rollout: Rollout) -> None:
+    doubled = _with_mirror(net, rollout)
+    n = len(rollout)
+    assert len(doubled) == 2 * n
+    first, second = slice(0, n), slice(n, 2 * n)
+    for name in ("planes", "legal", "actions", "logprobs", "values", "advantages", "returns"):
+        assert torch.equal(getattr(doubled, name)[first], getattr(rollout, name))
+    assert torch.equal(doubled.planes[second], mirror_planes(rollout.planes))
+    assert torch.equal(doubled.legal[second], rollout.legal.flip(1))
+    assert torch.equal(doubled.actions[second], 6 - rollout.actions)
+    assert bool(doubled.legal[second].gather(1, doubled.actions[second, None]).all())
+    assert torch.equal(doubled.advantages[second], rollout.advantages)
+    with torch.no_grad():
+        logits, _ = net(doubled.planes[second], doubled.legal[second])
+    expected = torch.log_softmax(logits, 1).gather(1, doubled.actions[second, None]).squeeze(1)
+    assert torch.allclose(doubled.logprobs[second], expected, atol=1e-6)
+    # an untrained net is not symmetric, so copying the original log-probs would be wrong
+    assert not torch.allclose(doubled.logprobs[second], rollout.logprobs, atol=1e-4)
+
+
+# ---- train -------------------------------------------------------------------------------------
+def test_train_reports_namespaced_metrics() -> None:
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(TINY)
+    seen: list[tuple[int, dict[str, float]]] = []
+    opt = train(
+        net,
+        PPOConfig(iterations=3, games=64),
+        [RandomBot(), TacticalBot(), None],
+        seed=SEED,
+        on_iteration=lambda i, m: seen.append((i, m)),
+    )
+    assert isinstance(opt, torch.optim.Optimizer)
+    assert [i for i, _ in seen] == [0, 1, 2]
+    for _, m in seen:
+        for key in ("policy", "value", "entropy", "approx_kl", "clipfrac"):
+            assert math.isfinite(m[f"losses/{key}"])
+        for opp in ("random", "tactical", "self"):
+            rates = [m[f"vs/{opp}/{r}"] for r in ("win", "draw", "loss")]
+            assert all(0 <= r <= 1 for r in rates)
+            assert sum(rates) == pytest.approx(1.0)
+        assert m["charts/decisions"] >= 3 * 60
+        assert m["charts/seconds"] >= 0
+        assert all(k.split("/")[0] in {"losses", "vs", "charts"} for k in m)
+
+
+def test_train_is_reproducible() -> None:
+    def run() -> dict[str, torch.Tensor]:
+        torch.manual_seed(SEED)
+        net = PolicyValueNet(TINY)
+        train(net, PPOConfig(iterations=2, games=16), [RandomBot(), None], seed=5)
+        return net.state_dict()
+
+    a, b = run(), run()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_zero_iterations_leave_the_net_alone(net: PolicyValueNet) -> None:
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    train(net, PPOConfig(iterations=0), [RandomBot()], seed=0)
+    assert all(torch.equal(v, before[k]) for k, v in net.state_dict().items())
+
+
+def test_training_against_random_improves_on_random() -> None:
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(TINY)
+
+    def score() -> float:
+        return play_match(NetPlayer(net, greedy=True), RandomBot(), 200, seed=99).total.score
+
+    before = score()
+    train(net, PPOConfig(iterations=15, games=128), [RandomBot()], seed=SEED)
+    after = score()
+    assert after >= before + 0.03, (before, after)

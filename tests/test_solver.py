@@ -1,0 +1,157 @@
+"""Tests for c4core.solver on 4x4 connect-3: exact scores and the `perfect` bot.
+
+Scores are checked against a brute-force minimax written here (no memo, no pruning, plain
+win/draw/loss values), so only their sign is compared; the Pons-style magnitudes are checked
+relationally (a sooner win scores higher, the best move's score is the position's score).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from c4core.batch import Boards
+from c4core.bots import RandomBot, TacticalBot
+from c4core.game import STANDARD, Geometry, Position
+from c4core.match import play_match
+from c4core.solver import PerfectBot, Solver
+
+SMALL = Geometry(4, 4, 3)
+
+
+@pytest.fixture(scope="module")
+def solver() -> Solver:
+    return Solver(SMALL)
+
+
+def brute_force(pos: Position) -> int:
+    """+1 the side to move wins, 0 draw, -1 it loses, with best play by both sides."""
+    if pos.is_full:
+        return 0
+    best = -1
+    for c in pos.legal_moves():
+        child = pos.play(c)
+        best = max(best, 1 if child.won else -brute_force(child))
+    return best
+
+
+def live_positions(rng, random_move_string, n, min_stones, max_stones=SMALL.cells - 1):
+    out = []
+    while len(out) < n:
+        moves = random_move_string(rng, SMALL, int(rng.integers(min_stones, max_stones + 1)), unfinished=True)
+        if len(moves) >= min_stones:
+            out.append(Position.from_moves(moves, SMALL))
+    return out
+
+
+def test_score_sign_matches_brute_force(solver, rng, random_move_string):
+    positions = live_positions(rng, random_move_string, 500, min_stones=6)
+    signs = set()
+    for pos in positions:
+        expected = brute_force(pos)
+        assert np.sign(solver.score(pos)) == expected, str(pos)
+        signs.add(expected)
+    assert signs == {-1, 0, 1}  # the sample exercises wins, draws and losses
+
+
+def test_fresh_solver_agrees_with_warm_one(solver, rng, random_move_string):
+    fresh = Solver(SMALL)
+    for pos in live_positions(rng, random_move_string, 100, min_stones=0):
+        assert fresh.score(pos) == solver.score(pos)
+
+
+def test_empty_board_is_a_first_player_win(solver):
+    assert solver.score(Position(geometry=SMALL)) > 0
+
+
+def test_move_scores(solver, rng, random_move_string):
+    for pos in live_positions(rng, random_move_string, 300, min_stones=0):
+        scores = solver.move_scores(pos)
+        assert len(scores) == SMALL.cols
+        assert [s is None for s in scores] == [not pos.can_play(c) for c in range(SMALL.cols)]
+        assert max(s for s in scores if s is not None) == solver.score(pos)
+        mover_stones = pos.ply // 2
+        for c, s in enumerate(scores):
+            if s is None:
+                continue
+            child = pos.play(c)
+            if child.won:  # winning with the mover's n-th stone scores (cells+1)//2 + 1 - n
+                assert s == (SMALL.cells + 1) // 2 + 1 - (mover_stones + 1)
+            elif child.is_full:
+                assert s == 0
+            else:
+                assert s == -solver.score(child)
+
+
+def test_sooner_wins_score_higher(solver):
+    # X to move completes column 1 at once: with its 3rd stone here, its 5th stone there
+    soon = Position.from_moves("1212", SMALL)
+    assert soon.is_winning_move(0)
+    later = Position.from_moves("12123434", SMALL)
+    assert later.is_winning_move(0)
+    assert solver.score(soon) > solver.score(later) > 0
+
+
+def test_solver_rejects(solver):
+    for g in (STANDARD, Geometry(4, 5, 3), Geometry(3, 6, 3)):
+        with pytest.raises(ValueError, match=r"exact solver handles boards up to 16 cells"):
+            Solver(g)
+        with pytest.raises(ValueError, match=r"up to 16 cells"):
+            PerfectBot(g)
+    assert Solver(Geometry(3, 5, 3)).geometry.cells == 15
+    assert Solver(Geometry(4, 5, 3), max_cells=20).geometry.cells == 20
+    with pytest.raises(ValueError, match=r"geometry does not match"):
+        solver.score(Position.from_moves("11", Geometry(4, 4, 4)))
+    with pytest.raises(ValueError, match=r"already won"):
+        solver.score(Position.from_moves("12121", SMALL))
+
+
+@pytest.mark.parametrize("opponent", [RandomBot, TacticalBot])
+def test_perfect_bot_wins_every_game_as_first_player(opponent):
+    res = play_match(PerfectBot(SMALL), opponent(), 40, seed=5, opening_plies=0, geometry=SMALL)
+    assert res.a_first.win == res.a_first.games == 20
+    # moving second it is lost against perfect play, but its opponent must still find the win
+    swapped = play_match(opponent(), PerfectBot(SMALL), 40, seed=5, opening_plies=0, geometry=SMALL)
+    assert swapped.b_first.loss == 20
+
+
+@pytest.mark.parametrize("opponent", [RandomBot, TacticalBot])
+def test_perfect_bot_never_gives_away_a_result(opponent, solver, rng, random_move_string, torch_gen):
+    """From random openings, the perfect bot ends every game at least as well as the solver says."""
+    bot, other = PerfectBot(SMALL), opponent()
+    seen = set()
+    for game in range(60):
+        pos = Position.from_moves(
+            random_move_string(rng, SMALL, int(rng.integers(0, 5)), unfinished=True), SMALL
+        )
+        perfect_side = pos.to_move if game % 2 == 0 else 3 - pos.to_move
+        promised = None
+        while not pos.is_terminal:
+            if pos.to_move == perfect_side:
+                value = int(np.sign(solver.score(pos)))
+                # its own moves keep the value; the opponent's can only hand it something better
+                assert promised is None or value >= promised
+                if promised is None:
+                    seen.add(value)
+                promised = value
+                pos = pos.play(bot.act_position(pos, torch_gen))
+            else:
+                pos = pos.play(other.act_position(pos, torch_gen))
+        outcome = 0 if not pos.won else (1 if (pos.ply % 2 == 1) == (perfect_side == 1) else -1)
+        assert promised is None or outcome >= promised
+    assert {-1, 1} <= seen  # it started from lost and from won positions
+
+
+def test_perfect_bot_picks_a_best_move(solver, rng, random_move_string, torch_gen):
+    positions = live_positions(rng, random_move_string, 100, min_stones=0)
+    cols = PerfectBot(SMALL).act(Boards.from_positions(positions), torch_gen)
+    for pos, c in zip(positions, cols.tolist(), strict=True):
+        scores = solver.move_scores(pos)
+        assert scores[c] == max(s for s in scores if s is not None)
+    # ties are broken at random: the empty board's best columns all get played
+    empty = Boards.from_positions([Position(geometry=SMALL)] * 200)
+    best = solver.move_scores(Position(geometry=SMALL))
+    chosen = set(PerfectBot(SMALL).act(empty, torch_gen).tolist())
+    assert chosen == {c for c, s in enumerate(best) if s == max(best)}
+    assert isinstance(cols, torch.Tensor)
