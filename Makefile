@@ -3,8 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?=
 LEAGUE_FLAGS ?=
+UI_PORT ?= 5000
 
-.PHONY: venv league test lint bench clean
+.PHONY: venv league test lint bench ui serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,6 +25,14 @@ test: venv
 lint: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks
 	$(VENV)/bin/ruff format --check c4core tests benchmarks
+
+# the MLflow UI on the embedded store (mlruns/), bound to 127.0.0.1
+ui: venv
+	PORT=$(UI_PORT) MLFLOW=$(abspath $(VENV))/bin/mlflow bash mlflow/ui.sh
+
+# the champion behind `mlflow models serve` on 127.0.0.1:5001 (see mlflow/README.md)
+serve: venv
+	MLFLOW=$(abspath $(VENV))/bin/mlflow bash mlflow/serve-champion.sh
 
 bench: venv
 	bash benchmarks/run_all.sh

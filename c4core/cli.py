@@ -1,4 +1,4 @@
-"""The ``c4`` command line: league, match, elo and play. It only parses flags and calls the library.
+"""The ``c4`` command: league, match, elo, play and eval-suite. It only parses flags and calls the library.
 
 Errors a user can cause (a bad player spec, a malformed results file, an illegal move) print one
 line on stderr and exit with status 2; no traceback ever reaches the terminal. Heavy imports
@@ -49,6 +49,20 @@ def _positive(text: str) -> int:
     return n
 
 
+_TRACKING_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else SQLite under the repo's mlruns/)"
+
+
+def tracking_uri(args: argparse.Namespace) -> str:
+    """--tracking-uri, else $MLFLOW_TRACKING_URI, else the embedded store under the repo's mlruns/."""
+    if getattr(args, "tracking_uri", None):
+        return args.tracking_uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    here = Path(__file__).resolve().parents[1]
+    root = here if (here / "pyproject.toml").is_file() else Path.cwd()  # the repo, when installed editable
+    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="c4", description="Connect Four self-play league.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -61,16 +75,30 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--games", type=_positive_even, help="override games per PPO iteration")
     lg.add_argument("--match-games", type=_positive_even, help="override games per league pairing")
     lg.add_argument("--seed", type=_non_negative, help="league seed")
-    lg.add_argument("--dir", default="runs", help="folder that holds leagues (default: %(default)s)")
+    lg.add_argument(
+        "--store",
+        choices=("mlflow", "local"),
+        help="mlflow (runs, registry, champion; the default) or local (a plain folder; implied by --dir)",
+    )
+    lg.add_argument("--dir", help="folder that holds local leagues (default: runs)")
+    lg.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    lg.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="tag every MLflow run (repeatable), e.g. airflow.dag_id=connect4",
+    )
     lg.add_argument("--json", action="store_true", help="print the final ladder as JSON")
 
     m = sub.add_parser("match", help="play a match between two players")
-    m.add_argument("a", help="random, tactical, perfect, or a checkpoint .pt")
+    m.add_argument("a", help="random, tactical, perfect, a checkpoint .pt, or models:/connect4@champion")
     m.add_argument("b", help="the other player")
     m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.add_argument("--tracking-uri", help=_TRACKING_HELP)
 
     e = sub.add_parser("elo", help="fit Elo ratings to match records (JSONL)")
     e.add_argument("results", help="JSONL file, one match a line: {a, b, win, draw, loss}; - for stdin")
@@ -82,15 +110,26 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--first", choices=("you", "bot"), default="you", help="who moves first")
     pl.add_argument("--moves", default="", help="start from this move string (solver notation)")
     pl.add_argument("--seed", type=_non_negative, default=None)
+    pl.add_argument("--tracking-uri", help=_TRACKING_HELP)
+
+    ev = sub.add_parser("eval-suite", help="score a player against solver-labelled positions")
+    ev.add_argument("--player", required=True, help="player spec, e.g. tactical, gen6.pt, gen6.pt+mcts256")
+    ev.add_argument("--suite", help="suite JSONL (default: ../shared/suite/dev.jsonl next to the repo)")
+    ev.add_argument("--simulations", type=_positive, help="search a network player with N simulations a move")
+    ev.add_argument("--seed", type=_non_negative, default=0, help="seed of a stochastic player's choices")
+    ev.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument("--tracking-uri", help=_TRACKING_HELP)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # keep stderr to our own lines
     try:
-        return {"league": cmd_league, "match": cmd_match, "elo": cmd_elo, "play": cmd_play}[args.command](
-            args
-        )
+        commands = {"league": cmd_league, "match": cmd_match, "elo": cmd_elo, "play": cmd_play}
+        commands["eval-suite"] = cmd_eval_suite
+        return commands[args.command](args)
     except (UsageError, ValueError) as e:
         print(f"c4 {args.command}: error: {e}", file=sys.stderr)
         return 2
@@ -104,7 +143,8 @@ def cmd_match(args: argparse.Namespace) -> int:
     from c4core.match import play_match
     from c4core.players import make_player
 
-    a, b = make_player(args.a), make_player(args.b)
+    uri = tracking_uri(args)
+    a, b = make_player(args.a, tracking_uri=uri), make_player(args.b, tracking_uri=uri)
     result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies)
     rec = result.to_record()
     if args.json:
@@ -155,6 +195,33 @@ def cmd_elo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- eval-suite ----------------------------------------------------------------------------------
+def cmd_eval_suite(args: argparse.Namespace) -> int:
+    from c4core.suite import default_suite_path, evaluate_suite, load_suite
+
+    path = args.suite or default_suite_path()
+    if path is None:
+        raise UsageError("no --suite given, and no ../shared/suite/dev.jsonl next to the repository")
+    suite = load_suite(path)  # before any network loads: a bad suite fails fast, naming file:line
+
+    import torch
+
+    from c4core.players import make_player
+    from c4core.search import SearchPlayer
+
+    # search runs hundreds of small forwards: extra threads mostly spin, and on a shared CPU
+    # two threads measured 6-18x slower than one (benchmarks/bench_search.py)
+    torch.set_num_threads(args.threads)
+    player = make_player(args.player, tracking_uri=tracking_uri(args))
+    if args.simulations is not None:
+        if isinstance(player, SearchPlayer):
+            raise UsageError(f"{args.player} already searches: give the simulations once")
+        player = SearchPlayer.around(player, args.simulations)
+    report = evaluate_suite(player, suite, seed=args.seed)
+    print(json.dumps(report.to_json()) if args.json else report.format())
+    return 0
+
+
 # ---- league --------------------------------------------------------------------------------------
 def cmd_league(args: argparse.Namespace) -> int:
     import torch
@@ -177,12 +244,28 @@ def cmd_league(args: argparse.Namespace) -> int:
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
     torch.set_num_threads(os.cpu_count() or 1)
-    store = LocalStore(Path(args.dir) / config.name)
+    tags = {}
+    for item in args.tag:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--tag expects KEY=VALUE, got {item!r}")
+        tags[key] = value
+    if args.store is None:
+        args.store = "local" if args.dir is not None else "mlflow"
+    if args.store == "mlflow":
+        from c4core.registry import MLflowStore, Tracking, run_league_tracked
+
+        tracking = Tracking.for_uri(tracking_uri(args))
+        store: Any = MLflowStore(tracking, config, tags)
+        where = f"MLflow {tracking.tracking_uri}, experiment {tracking.experiment}"
+    else:
+        store = LocalStore(Path(args.dir or "runs") / config.name)
+        where = str(store.root)
     print(
         f"league {config.name!r}: profile {config.profile}, {config.generations} generations x "
         f"{config.ppo.iterations} iterations x {config.ppo.games} games, net "
         f"{config.net.blocks}x{config.net.channels}, {config.match_games} games per pairing, "
-        f"store {store.root}",
+        f"store {where}",
         file=sys.stderr,
     )
     start = time.perf_counter()
@@ -203,11 +286,17 @@ def cmd_league(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
 
-        report = run_league(store, config, on_generation, on_iteration)
+        if args.store == "mlflow":
+            tracked = run_league_tracked(store, config, on_generation, on_iteration)
+            report, version = tracked.report, tracked.champion_version
+        else:
+            report, version = run_league(store, config, on_generation, on_iteration), None
     elapsed = time.perf_counter() - start
     vs_tac = next((m for m in store.results() if {m.a, m.b} == {report.champion, "tactical"}), None)
     if args.json:
         out = report.fit.to_json() | {"champion": report.champion, "seconds": elapsed}
+        if version is not None:
+            out["model_uri"] = f"models:/{version.name}/{version.version}"
         print(json.dumps(out))
         return 0
     print(format_ladder(report.fit))
@@ -218,7 +307,13 @@ def cmd_league(args: argparse.Namespace) -> int:
             f"champion vs tactical: {wdl.win}/{wdl.games} wins ({wdl.win / wdl.games:.1%}), "
             f"{wdl.draw} draws, {wdl.loss} losses"
         )
-    print(f"checkpoint: {store.root / (report.champion + '.pt')}  ({elapsed:.0f}s)")
+    if version is not None:
+        print(
+            f"registry: models:/{version.name}@champion = models:/{version.name}/{version.version} "
+            f"(stage {version.current_stage})  ({elapsed:.0f}s)"
+        )
+    else:
+        print(f"checkpoint: {store.root / (report.champion + '.pt')}  ({elapsed:.0f}s)")
     return 0
 
 
@@ -237,7 +332,7 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
 
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    bot = make_player(args.opponent)
+    bot = make_player(args.opponent, tracking_uri=tracking_uri(args))
     gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
     pos = Position.from_moves(args.moves)
     human = pos.to_move if args.first == "you" else 3 - pos.to_move

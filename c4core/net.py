@@ -45,6 +45,8 @@ class NetConfig:
     """Board rows the net is built for."""
     cols: int = 7
     """Board columns the net is built for."""
+    threat_planes: bool = True
+    """See both sides' winning cells as input (False blanks those planes, for ablations)."""
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
@@ -79,6 +81,9 @@ class PolicyValueNet(nn.Module):
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, cols] and values [n] in -1..1 for the side to move."""
+        if not self.config.threat_planes:
+            planes = planes.clone()
+            planes[:, 3:5] = 0
         x = self.blocks(F.relu(self.stem(planes)))
         logits = self.policy_fc(F.relu(self.policy_conv(x)).flatten(1))
         logits = logits.masked_fill(~legal, _NEG)

@@ -1,7 +1,10 @@
 """Player specs: the strings that name a player on the command line and in league records.
 
 ``random`` and ``tactical`` are the scripted bots, ``perfect`` is the exact solver (small
-boards only), and a path to a ``.pt`` file is a checkpoint played greedily by its network.
+boards only), a path to a ``.pt`` file is a checkpoint played greedily by its network, and a
+registry URI (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``)
+is a registered snapshot, fetched from MLflow at `tracking_uri` (`c4core.registry`). Any network
+spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`).
 """
 
 from __future__ import annotations
@@ -11,9 +14,29 @@ from pathlib import Path
 from c4core.bots import BOTS, Player
 from c4core.game import STANDARD, Geometry
 
+SEARCH_SUFFIX = "+mcts"
+"""``SPEC+mcts256``: the network player SPEC names, with 256 simulations of search per move."""
 
-def make_player(spec: str, geometry: Geometry = STANDARD, device: str = "cpu") -> Player:
+
+def make_player(
+    spec: str, geometry: Geometry = STANDARD, device: str = "cpu", tracking_uri: str | None = None
+) -> Player:
     """Build the player a spec names; `ValueError` with the accepted forms when it names none."""
+    head, sep, sims = spec.rpartition(SEARCH_SUFFIX)
+    if sep and head and sims.isascii() and sims.isdigit():
+        from c4core.search import SearchPlayer  # a network player with search on top
+
+        return SearchPlayer.around(make_player(head, geometry, device, tracking_uri), int(sims))
+    if spec.startswith("models:/"):
+        if tracking_uri is None:
+            raise ValueError(f"{spec} is a registry URI: it needs an MLflow tracking URI")
+        from c4core.net import NetPlayer
+        from c4core.registry import Tracking, load_checkpoint  # mlflow loads only for registry URIs
+
+        ckpt, version = load_checkpoint(Tracking.for_uri(tracking_uri), spec)
+        if ckpt.geometry != geometry:
+            raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
+        return NetPlayer(ckpt.build(device), name=f"{version.name}/{version.version}")
     if spec in BOTS:
         return BOTS[spec]()
     if spec == "perfect":
@@ -28,4 +51,7 @@ def make_player(spec: str, geometry: Geometry = STANDARD, device: str = "cpu") -
         if ckpt.geometry != geometry:
             raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
         return NetPlayer(ckpt.build(device), name=path.stem)
-    raise ValueError(f"unknown player {spec!r}: use random, tactical, perfect, or a checkpoint file (.pt)")
+    raise ValueError(
+        f"unknown player {spec!r}: use random, tactical, perfect, a checkpoint file (.pt), "
+        "or a registry URI (models:/connect4@champion)"
+    )

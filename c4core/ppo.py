@@ -55,6 +55,10 @@ class PPOConfig:
     """Add the left-right mirror of every decision to the update."""
     target_kl: float | None = 0.03
     """Stop an iteration's epochs early once the approximate KL to the old policy passes this."""
+    dual_clip: float | None = 3.0
+    """Dual-clip PPO (Ye et al. 2020): bound the loss of a negative-advantage decision at this
+    ratio. Mirrored decisions are off-policy, and one whose old probability was tiny would
+    otherwise get an unbounded ratio and wreck the update."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 2 or self.minibatch_size < 1:
@@ -74,6 +78,8 @@ class Rollout:
     values: torch.Tensor
     advantages: torch.Tensor
     returns: torch.Tensor
+    on_policy: torch.Tensor | None = None
+    """False for augmented (mirrored) decisions; None means all were sampled."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -198,9 +204,10 @@ def ppo_update(
             ratio = log_ratio.exp()
             adv = batch.advantages[mb]
             adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(mb) > 1 else adv
-            pg_loss = torch.max(
-                -adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
-            ).mean()
+            pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef))
+            if config.dual_clip is not None:
+                pg_loss = torch.where(adv < 0, torch.min(pg_loss, -adv * config.dual_clip), pg_loss)
+            pg_loss = pg_loss.mean()
             v_loss = 0.5 * F.mse_loss(value, batch.returns[mb])
             probs = logp_all.exp()
             entropy = -(probs * logp_all.clamp(min=-30)).sum(1).mean()
@@ -213,9 +220,12 @@ def ppo_update(
                 stats["policy"].append(pg_loss.item())
                 stats["value"].append(v_loss.item())
                 stats["entropy"].append(entropy.item())
-                epoch_kl.append(((ratio - 1) - log_ratio).mean().item())
+                # KL and clip fraction describe the sampled policy's drift, so skip mirrored rows
+                sampled = batch.on_policy[mb] if batch.on_policy is not None else slice(None)
+                r, lr = ratio[sampled], log_ratio[sampled]
+                epoch_kl.append(((r - 1) - lr).mean().item())
                 stats["approx_kl"].append(epoch_kl[-1])
-                stats["clipfrac"].append(((ratio - 1).abs() > config.clip_coef).float().mean().item())
+                stats["clipfrac"].append(((r - 1).abs() > config.clip_coef).float().mean().item())
         if config.target_kl is not None and np.mean(epoch_kl) > config.target_kl:
             break
     net.eval()
@@ -238,6 +248,12 @@ def _with_mirror(net: PolicyValueNet, batch: Rollout) -> Rollout:
         torch.cat((batch.values, batch.values)),
         torch.cat((batch.advantages, batch.advantages)),
         torch.cat((batch.returns, batch.returns)),
+        torch.cat(
+            (
+                torch.ones_like(batch.actions, dtype=torch.bool),
+                torch.zeros_like(batch.actions, dtype=torch.bool),
+            )
+        ),
     )
 
 

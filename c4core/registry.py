@@ -1,0 +1,619 @@
+"""MLflow as the league's system of record: runs, match records, the model registry, the champion.
+
+Layout in MLflow (experiment ``connect4-league``)::
+
+    league run  "<league>"              tags c4.kind=league, league, config_hash; params = config
+    |                                   metrics elo/<member> (step = generation); artifact
+    |                                   champion_history.json (who held the title, and when)
+    +-- generation run  "<league>/gen3" tags c4.kind=generation, league, generation, config_hash
+    |                                   params = the whole LeagueConfig; metrics per iteration;
+    |                                   artifacts checkpoint/gen3.pt and model/ (the pyfunc)
+    +-- match run  "<league>/gen3-vs-tactical"
+                                        tags c4.kind=match, a, b, c4.pair, c4.record (the JSON
+                                        record); params games/seed; metrics win/draw/loss, splits
+
+    registered model "connect4": one version per snapshot, tagged league, generation,
+    config_hash, elo, elo_ci95, win_vs_tactical; stage Production + alias ``champion`` on the
+    league's best-rated snapshot.
+
+Crash safety and idempotency. Every record is keyed by (league, config hash, generation) or
+(league, config hash, unordered pair), and counts only once its run carries ``c4.complete=true``,
+a tag written in the same `log_batch` that ends the record (after the checkpoint upload, for a
+generation). Runs left incomplete by a killed driver are marked FAILED and soft-deleted when
+their key is next produced, so a rerun never sees two records for one key. Model versions are
+looked up by their (league, generation, config_hash) tags before one is created, the ladder
+metrics of a generation are logged only if that step is not yet in the history, and a generation
+counts as finalized (``c4.finalized=true`` on its run) only after registration, the Elo refit,
+the tags and the promotion are all done; a rerun skips finalized generations entirely.
+
+`MLflowStore` satisfies `c4core.league.LeagueStore`, so `run_league`/`run_generation` work on it
+unchanged; `run_league_tracked` adds the registry steps after every generation. Nothing here reads
+environment variables: the caller passes a `Tracking`. MLflow configures its own ``mlflow``
+logger on import unless ``MLFLOW_CONFIGURE_LOGGING=false`` is set, which hosts with their own
+logging set-up (Airflow workers) should set before importing this module.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, Run, RunStatus, RunTag, ViewType
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from c4core.elo import EloFit
+from c4core.league import (
+    BOT_NAMES,
+    GenerationReport,
+    LeagueConfig,
+    run_generation,
+    snapshot_name,
+)
+from c4core.match import MatchResult
+from c4core.net import Checkpoint
+
+EXPERIMENT = "connect4-league"
+MODEL_NAME = "connect4"
+CHAMPION_ALIAS = "champion"
+CHAMPION_TABLE = "champion_history.json"
+
+# tag keys; the dotted ones need backticks in filter strings
+KIND, COMPLETE, FINALIZED, PAIR, RECORD = "c4.kind", "c4.complete", "c4.finalized", "c4.pair", "c4.record"
+PARENT = "mlflow.parentRunId"
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """Where a league's MLflow state lives (the caller decides; nothing here reads env vars)."""
+
+    tracking_uri: str
+    """MLflow tracking URI: ``sqlite:///...`` (embedded) or ``http://host:port`` (a server)."""
+    registry_uri: str | None = None
+    """Model registry URI; None uses the tracking URI."""
+    artifact_root: str | None = None
+    """Artifact location given to a newly created experiment; None lets the server choose."""
+    experiment: str = EXPERIMENT
+    """Experiment that holds league, generation and match runs."""
+    model_name: str = MODEL_NAME
+    """Registered model that gets one version per snapshot."""
+
+    @classmethod
+    def embedded(cls, root: str | Path) -> Tracking:
+        """SQLite plus local artifacts under `root` (the repo's gitignored ``mlruns/``)."""
+        root = Path(root).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(f"sqlite:///{root / 'mlflow.db'}", artifact_root=(root / "artifacts").as_uri())
+
+    @classmethod
+    def for_uri(cls, uri: str) -> Tracking:
+        """A tracking URI as given; a SQLite file keeps its artifacts in a folder next to it."""
+        if uri.startswith("sqlite:///"):
+            db = Path(uri[len("sqlite:///") :])
+            db.parent.mkdir(parents=True, exist_ok=True)
+            return cls(uri, artifact_root=(db.parent.resolve() / "artifacts").as_uri())
+        return cls(uri)
+
+    def client(self) -> MlflowClient:
+        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+
+
+def config_params(config: LeagueConfig) -> dict[str, str]:
+    """The whole config, flattened to MLflow params (``ppo.learning_rate``, ``net.blocks``, ...)."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, d: Mapping[str, Any]) -> None:
+        for k, v in d.items():
+            if isinstance(v, Mapping):
+                walk(f"{prefix}{k}.", v)
+            else:
+                out[f"{prefix}{k}"] = str(v)
+
+    walk("", config.to_dict())
+    out["config_hash"] = config.training_hash()
+    return out
+
+
+def pair_key(a: str, b: str) -> str:
+    """The unordered pair a match record is keyed by."""
+    return "|".join(sorted((a, b)))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# ---- the store -----------------------------------------------------------------------------------
+class MLflowStore:
+    """A league's snapshots and match records kept in MLflow (a `c4core.league.LeagueStore`).
+
+    `tags` (for example ``airflow.dag_id``, ``airflow.run_id``, ``airflow.task_id``) are added to
+    every run this store creates.
+    """
+
+    def __init__(self, tracking: Tracking, config: LeagueConfig, tags: Mapping[str, str] | None = None):
+        self.tracking = tracking
+        self.config = config
+        self.config_hash = config.training_hash()
+        self.extra_tags = dict(tags or {})
+        self.client = tracking.client()
+        self.experiment_id = self._experiment()
+        self.league_run_id = self._league_run()
+        self._snapshots: dict[int, Checkpoint] = {}
+        self._generation_runs: dict[int, Run] = {}
+        self._live: dict[int, tuple[str, int]] = {}  # generation -> (incomplete run id, steps logged)
+
+    # -- set-up --
+    def _experiment(self) -> str:
+        exp = self.client.get_experiment_by_name(self.tracking.experiment)
+        if exp is not None:
+            return exp.experiment_id
+        try:
+            return self.client.create_experiment(
+                self.tracking.experiment, artifact_location=self.tracking.artifact_root
+            )
+        except MlflowException:  # created concurrently
+            exp = self.client.get_experiment_by_name(self.tracking.experiment)
+            if exp is None:
+                raise
+            return exp.experiment_id
+
+    def _key_tags(self) -> dict[str, str]:
+        return {"league": self.config.name, "config_hash": self.config_hash}
+
+    def _league_run(self) -> str:
+        runs = self._search("league")
+        if runs:
+            run = runs[0]
+        else:
+            tags = self._key_tags() | self.extra_tags | {KIND: "league"}
+            run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.config.name)
+        if not run.data.params:  # also when a killed driver created the run but logged nothing
+            self._log_params(run.info.run_id, config_params(self.config))
+        return run.info.run_id
+
+    # -- queries --
+    def _search(self, kind: str, **tags: str) -> list[Run]:
+        """Active runs of this league and config of one kind, oldest first."""
+        clauses = [f"tags.`{KIND}` = '{kind}'"]
+        for k, v in (self._key_tags() | tags).items():
+            clauses.append(f"tags.`{k}` = '{v}'")
+        runs: list[Run] = []
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id],
+                " and ".join(clauses),
+                run_view_type=ViewType.ACTIVE_ONLY,
+                max_results=1000,
+                order_by=["attributes.start_time ASC"],
+                page_token=token,
+            )
+            runs.extend(page)
+            token = page.token
+            if not token:
+                break
+        runs.sort(key=lambda r: (r.info.start_time or 0, r.info.run_id))
+        return runs
+
+    @staticmethod
+    def _complete(run: Run) -> bool:
+        return run.data.tags.get(COMPLETE) == "true"
+
+    def generation_run(self, generation: int) -> Run | None:
+        """The complete run of `generation` (the oldest, should there ever be two)."""
+        if generation in self._generation_runs:
+            return self._generation_runs[generation]
+        done = [r for r in self._search("generation", generation=str(generation)) if self._complete(r)]
+        if not done:
+            return None
+        self._generation_runs[generation] = done[0]
+        return done[0]
+
+    def _abandon_incomplete(self, kind: str, **tags: str) -> None:
+        """Mark runs a killed driver left incomplete for this key FAILED, and soft-delete them."""
+        for run in self._search(kind, **tags):
+            if not self._complete(run):
+                self.client.set_tag(run.info.run_id, "c4.abandoned", _now())
+                self.client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.FAILED))
+                self.client.delete_run(run.info.run_id)
+
+    def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
+        items = [Param(k, v) for k, v in params.items()]
+        for lo in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
+            self.client.log_batch(run_id, params=items[lo : lo + 100])
+
+    # -- LeagueStore --
+    def snapshot(self, generation: int) -> Checkpoint | None:
+        if generation in self._snapshots:
+            return self._snapshots[generation]
+        run = self.generation_run(generation)
+        if run is None:
+            return None
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.client.download_artifacts(
+                run.info.run_id, f"checkpoint/{snapshot_name(generation)}.pt", tmp
+            )
+            ckpt = Checkpoint.load(path)
+        self._snapshots[generation] = ckpt
+        return ckpt
+
+    def start_generation(self, generation: int) -> str:
+        """Open the (incomplete) run that a generation trains in; returns its id."""
+        if generation in self._live:
+            return self._live[generation][0]
+        self._abandon_incomplete("generation", generation=str(generation))
+        tags = self._key_tags() | self.extra_tags
+        tags |= {KIND: "generation", "generation": str(generation), PARENT: self.league_run_id}
+        name = f"{self.config.name}/{snapshot_name(generation)}"
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=name)
+        self._log_params(run.info.run_id, config_params(self.config))
+        self._live[generation] = (run.info.run_id, 0)
+        return run.info.run_id
+
+    def log_iteration(self, generation: int, iteration: int, metrics: Mapping[str, float]) -> None:
+        """Log one training iteration's metrics as it finishes (step = iteration)."""
+        run_id = self.start_generation(generation)
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, iteration) for k, v in metrics.items()]
+        self.client.log_batch(run_id, metrics=batch)
+        self._live[generation] = (run_id, iteration + 1)
+
+    def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
+        g = checkpoint.generation
+        if self.generation_run(g) is not None:
+            return
+        run_id = self.start_generation(g)
+        logged = self._live[g][1]
+        for i in range(logged, len(metrics)):
+            self.log_iteration(g, i, metrics[i])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{snapshot_name(g)}.pt"
+            checkpoint.save(path)
+            self.client.log_artifact(run_id, str(path), "checkpoint")
+        # the completion tag comes last: a run without it is an unfinished generation
+        self.client.log_batch(run_id, tags=[RunTag(COMPLETE, "true")])
+        self.client.set_terminated(run_id, "FINISHED")
+        self._live.pop(g, None)
+        self._snapshots[g] = checkpoint
+
+    def results(self) -> list[MatchResult]:
+        seen: dict[str, MatchResult] = {}
+        for run in self._search("match"):
+            if self._complete(run) and run.data.tags.get(PAIR) not in seen:
+                seen[run.data.tags[PAIR]] = MatchResult.from_record(json.loads(run.data.tags[RECORD]))
+        return list(seen.values())
+
+    def record_match(self, result: MatchResult) -> None:
+        key = pair_key(result.a, result.b)
+        if any(pair_key(r.a, r.b) == key for r in self.results()):
+            return
+        self._abandon_incomplete("match", **{PAIR: key})
+        rec = result.to_record()
+        tags = self._key_tags() | self.extra_tags
+        tags |= {KIND: "match", PAIR: key, "a": result.a, "b": result.b, RECORD: json.dumps(rec)}
+        tags[PARENT] = self.league_run_id
+        gens = [int(n[3:]) for n in (result.a, result.b) if n.startswith("gen") and n[3:].isdigit()]
+        if gens:
+            tags["generation"] = str(max(gens))
+        run = self.client.create_run(
+            self.experiment_id, tags=tags, run_name=f"{self.config.name}/{result.a}-vs-{result.b}"
+        )
+        now = int(time.time() * 1000)
+        metrics = {"win": rec["win"], "draw": rec["draw"], "loss": rec["loss"], "score": result.total.score}
+        for side in ("a_first", "b_first"):
+            metrics |= {f"{side}/{k}": v for k, v in rec[side].items()}
+        metrics["seconds"] = rec["seconds"]
+        params = {"games": rec["games"], "seed": rec["seed"], "opening_plies": rec["opening_plies"]}
+        self.client.log_batch(
+            run.info.run_id,
+            metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+            params=[Param(k, str(v)) for k, v in params.items()],
+            tags=[RunTag(COMPLETE, "true")],
+        )
+        self.client.set_terminated(run.info.run_id, "FINISHED")
+
+    # -- league run --
+    def set_league_status(self, status: str) -> None:
+        self.client.update_run(self.league_run_id, status=status)
+
+
+# ---- registry steps ------------------------------------------------------------------------------
+def find_version(store: MLflowStore, generation: int) -> ModelVersion | None:
+    """The registered version of a snapshot, looked up by its league/generation/config tags."""
+    flt = (
+        f"name = '{store.tracking.model_name}' and tags.league = '{store.config.name}' "
+        f"and tags.generation = '{generation}' and tags.config_hash = '{store.config_hash}'"
+    )
+    versions = store.client.search_model_versions(flt)
+    versions = sorted(versions, key=lambda v: int(v.version))
+    return versions[0] if versions else None
+
+
+def league_versions(store: MLflowStore) -> dict[int, ModelVersion]:
+    """Every registered version of this league and config, by generation."""
+    flt = (
+        f"name = '{store.tracking.model_name}' and tags.league = '{store.config.name}' "
+        f"and tags.config_hash = '{store.config_hash}'"
+    )
+    out: dict[int, ModelVersion] = {}
+    for v in sorted(store.client.search_model_versions(flt), key=lambda v: int(v.version)):
+        out.setdefault(int(v.tags["generation"]), v)
+    return out
+
+
+def _win_vs_tactical(results: Iterable[MatchResult], member: str) -> float | None:
+    for r in results:
+        if {r.a, r.b} == {member, "tactical"}:
+            t = r.total
+            return (t.win if r.a == member else t.loss) / t.games
+    return None
+
+
+def model_card(store: MLflowStore, generation: int, fit: EloFit | None, win_vs_tactical: float | None) -> str:
+    """The version's description: a short model card."""
+    c = store.config
+    member = snapshot_name(generation)
+    lines = [
+        f"**Connect Four policy-value net**, snapshot `{member}` of league `{c.name}` "
+        f"(config `{store.config_hash}`, profile `{c.profile}`).",
+        "",
+        f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels, "
+        f"board {c.rows}x{c.cols}, connect {c.connect}.",
+        f"- Training: PPO self-play, {generation} generation(s) x {c.ppo.iterations} iterations x "
+        f"{c.ppo.games} games, against random, tactical, the best snapshots and itself.",
+    ]
+    if fit is not None and member in fit.ratings:
+        lo, hi = fit.ci95[member]
+        lines.append(f"- Elo: {fit.ratings[member]:.0f} (95% CI {lo:.0f}..{hi:.0f}; random = 0).")
+    if win_vs_tactical is not None:
+        lines.append(f"- Wins vs the tactical bot: {win_vs_tactical:.1%} of {c.match_games} games.")
+    lines += [
+        "",
+        'Input: records with `moves` (solver notation, e.g. `"4453"`) or `board` (6x7, rows top '
+        "to bottom, 0 empty / 1 first player / 2 second player). Output: `column` (0-6), `probs` "
+        "(7 floats, 0 on full columns), `value` (-1..1 for the side to move).",
+    ]
+    return "\n".join(lines)
+
+
+def _ensure_registered_model(store: MLflowStore) -> None:
+    try:
+        store.client.get_registered_model(store.tracking.model_name)
+    except MlflowException:
+        try:
+            store.client.create_registered_model(
+                store.tracking.model_name,
+                description="Connect Four self-play league snapshots; alias `champion` is the best.",
+            )
+        except MlflowException:  # created concurrently
+            store.client.get_registered_model(store.tracking.model_name)
+
+
+def register_snapshot(store: MLflowStore, generation: int, fit: EloFit | None = None) -> ModelVersion:
+    """Register snapshot `generation` as a version of the model (reusing one that exists)."""
+    from c4core.serving import save_pyfunc
+
+    existing = find_version(store, generation)
+    if existing is not None:
+        return existing
+    run = store.generation_run(generation)
+    ckpt = store.snapshot(generation)
+    if run is None or ckpt is None:
+        raise ValueError(f"league {store.config.name!r} has no finished generation {generation}")
+    member = snapshot_name(generation)
+    win = _win_vs_tactical(store.results(), member)
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = Path(tmp) / "model"
+        save_pyfunc(model_dir, ckpt)
+        # an upload to a fixed path: a retry after a crash overwrites, never duplicates
+        store.client.log_artifacts(run.info.run_id, str(model_dir), "model")
+    _ensure_registered_model(store)
+    tags = store._key_tags() | {"generation": str(generation), "member": member}
+    if win is not None:
+        tags["win_vs_tactical"] = f"{win:.4f}"
+    if fit is not None and member in fit.ratings:
+        tags |= _elo_tags(fit, member)
+    return store.client.create_model_version(
+        store.tracking.model_name,
+        source=f"{run.info.artifact_uri}/model",
+        run_id=run.info.run_id,
+        tags=tags,
+        description=model_card(store, generation, fit, win),
+    )
+
+
+def _elo_tags(fit: EloFit, member: str) -> dict[str, str]:
+    lo, hi = fit.ci95[member]
+    return {"elo": f"{fit.ratings[member]:.1f}", "elo_ci95": f"[{lo:.1f}, {hi:.1f}]"}
+
+
+def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
+    """Write the refit's Elo to every version's tags and card, and the ladder as metrics."""
+    results = store.results()
+    for g, v in league_versions(store).items():
+        member = snapshot_name(g)
+        if member not in fit.ratings:
+            continue
+        for k, val in _elo_tags(fit, member).items():
+            if v.tags.get(k) != val:
+                store.client.set_model_version_tag(v.name, v.version, k, val)
+        card = model_card(store, g, fit, _win_vs_tactical(results, member))
+        if v.description != card:
+            store.client.update_model_version(v.name, v.version, description=card)
+    # the ladder, once per step: a rerun must not add a second point at the same step
+    history = store.client.get_metric_history(store.league_run_id, "elo/" + snapshot_name(generation))
+    if not any(m.step == generation for m in history):
+        now = int(time.time() * 1000)
+        metrics = [Metric(f"elo/{m}", float(r), now, generation) for m, r in sorted(fit.ratings.items())]
+        store.client.log_batch(store.league_run_id, metrics=metrics)
+
+
+def champion_history(store: MLflowStore) -> list[dict[str, Any]]:
+    """The league's audit trail of champions, oldest first."""
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = store.client.download_artifacts(store.league_run_id, CHAMPION_TABLE, tmp)
+            table = json.loads(Path(path).read_text())
+    except (MlflowException, OSError, ValueError):
+        return []
+    return [dict(zip(table["columns"], row, strict=True)) for row in table.get("data", [])]
+
+
+def current_champion(client: MlflowClient, model_name: str = MODEL_NAME) -> ModelVersion | None:
+    try:
+        return client.get_model_version_by_alias(model_name, CHAMPION_ALIAS)
+    except MlflowException:
+        return None
+
+
+def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: int) -> ModelVersion:
+    """Make `member` the champion: stage Production (archiving the previous one), alias
+    ``champion``, and a row in the league's champion history. A no-op if it already is."""
+    if member in BOT_NAMES or not member.startswith("gen"):
+        raise ValueError(f"only snapshots can be champion, not {member!r}")
+    version = find_version(store, int(member[3:]))
+    if version is None:
+        raise ValueError(f"{member} of league {store.config.name!r} is not registered")
+    client, name = store.client, store.tracking.model_name
+    previous = current_champion(client, name)
+    if previous is None or previous.version != version.version or version.current_stage != "Production":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # stages are deprecated, but users serve them
+            client.transition_model_version_stage(name, version.version, "Production", True)
+        client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
+        when = _now()
+        if previous is not None and previous.version != version.version:
+            client.set_model_version_tag(name, previous.version, "champion_until", when)
+        client.set_model_version_tag(name, version.version, "champion_since", when)
+    history = champion_history(store)
+    if not history or history[-1]["version"] != int(version.version):
+        prev = int(previous.version) if previous is not None else None
+        row = {
+            "time": _now(),
+            "after_generation": generation,
+            "member": member,
+            "version": int(version.version),
+            "elo": round(fit.ratings[member], 1),
+            "previous_version": prev if prev != int(version.version) else None,
+        }
+        # the whole table rewritten at one path (MLflow's table layout): old or new, never half
+        rows = history + [row]
+        table = {"columns": list(row), "data": [[r.get(c) for c in row] for r in rows]}
+        client.log_dict(store.league_run_id, table, CHAMPION_TABLE)
+    client.set_tag(store.league_run_id, "champion", f"models:/{name}/{version.version} ({member})")
+    return client.get_model_version(name, version.version)
+
+
+def after_generation(store: MLflowStore, report: GenerationReport) -> ModelVersion:
+    """Everything MLflow needs once a generation has played: register its snapshot, refit
+    Elo into every version's tags, log the ladder, promote the champion, mark it finalized."""
+    g = report.generation
+    run = store.generation_run(g)
+    assert run is not None  # run_generation stored it
+    if run.data.tags.get(FINALIZED) != "true":
+        for earlier in range(1, g + 1):
+            if find_version(store, earlier) is None and store.generation_run(earlier) is not None:
+                register_snapshot(store, earlier, report.fit)
+        update_ratings(store, report.fit, g)
+        promote_champion(store, report.champion, report.fit, g)
+        store.client.set_tag(run.info.run_id, FINALIZED, "true")
+        run.data.tags[FINALIZED] = "true"  # the cached copy too
+    champ = current_champion(store.client, store.tracking.model_name)
+    assert champ is not None
+    return champ
+
+
+@dataclass(frozen=True)
+class TrackedReport:
+    """A generation's report plus the champion's registry version after it."""
+
+    report: GenerationReport
+    champion_version: ModelVersion = field(compare=False)
+
+
+def run_generation_tracked(
+    store: MLflowStore,
+    config: LeagueConfig,
+    generation: int,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+) -> TrackedReport:
+    """`c4core.league.run_generation`, with metrics streamed to the generation's run and the
+    registry steps after it. Safe to rerun: finished work is reused, never redone."""
+
+    def log(i: int, m: dict[str, float]) -> None:
+        store.log_iteration(generation, i, m)
+        if on_iteration is not None:
+            on_iteration(i, m)
+
+    report = run_generation(store, config, generation, log)
+    return TrackedReport(report, after_generation(store, report))
+
+
+def run_league_tracked(
+    store: MLflowStore,
+    config: LeagueConfig,
+    on_generation: Callable[[GenerationReport], None] | None = None,
+    on_iteration: Callable[[int, int, dict[str, float]], None] | None = None,
+) -> TrackedReport:
+    """Every generation in order on MLflow, resuming whatever it already holds."""
+    store.set_league_status("RUNNING")
+    tracked = None
+    for g in range(1, config.generations + 1):
+        cb = (lambda i, m, g=g: on_iteration(g, i, m)) if on_iteration else None
+        tracked = run_generation_tracked(store, config, g, cb)
+        if on_generation is not None:
+            on_generation(tracked.report)
+    store.set_league_status("FINISHED")
+    assert tracked is not None
+    return tracked
+
+
+# ---- registry URIs as players --------------------------------------------------------------------
+def resolve_version(client: MlflowClient, uri: str) -> ModelVersion:
+    """The version a ``models:/name@alias``, ``models:/name/<version>`` or
+    ``models:/name/<stage>`` URI names; `ValueError` when it names none."""
+    if not uri.startswith("models:/"):
+        raise ValueError(f"{uri!r} is not a registry URI (models:/name@alias or models:/name/7)")
+    rest = uri[len("models:/") :].strip("/")
+    try:
+        if "@" in rest:
+            name, alias = rest.split("@", 1)
+            return client.get_model_version_by_alias(name, alias)
+        name, _, ref = rest.partition("/")
+        if not name or not ref:
+            raise ValueError(f"{uri!r} names no version: use models:/name@alias or models:/name/7")
+        if ref.isdigit():
+            return client.get_model_version(name, ref)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            found = client.get_latest_versions(name, [ref])
+        if not found:
+            raise ValueError(f"model {name!r} has no version in stage {ref!r}")
+        return found[0]
+    except MlflowException as e:
+        raise ValueError(f"cannot resolve {uri}: {e.message}") from None
+
+
+def load_checkpoint(tracking: Tracking, uri: str) -> tuple[Checkpoint, ModelVersion]:
+    """The play-only checkpoint of the version a registry URI names."""
+    import mlflow.artifacts
+
+    client = tracking.client()
+    version = resolve_version(client, uri)
+    source = client.get_model_version_download_uri(version.name, version.version)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = mlflow.artifacts.download_artifacts(
+            artifact_uri=f"{source.rstrip('/')}/artifacts/weights.pt",
+            dst_path=tmp,
+            tracking_uri=tracking.tracking_uri,
+        )
+        return Checkpoint.load(path), version

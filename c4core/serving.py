@@ -1,0 +1,258 @@
+"""The champion behind ``mlflow models serve``: a pyfunc model that answers one move per position.
+
+``mlflow models serve -m models:/connect4@champion --env-manager local`` loads `ConnectFourModel`
+from a registered version; ``POST /invocations`` then takes records such as::
+
+    {"dataframe_records": [{"moves": "4453"}, {"board": [[0, 0, 0, 0, 0, 0, 0], ...]}],
+     "params": {"simulations": 0}}
+
+``moves`` is a solver-notation string (columns 1-7), ``board`` six rows top to bottom with 0
+empty, 1 first player, 2 second player. Each record gets ``{"column": 0-6, "probs": [7 floats,
+0 on full columns], "value": -1..1 for the side to move}``. With ``simulations`` > 0 the answer
+comes from `c4core.search` (PUCT over the same net) when the shipped package has it.
+
+Bad input raises `MlflowException` with ``INVALID_PARAMETER_VALUE``, which the scoring server
+turns into HTTP 400 carrying our message (any other exception would become a generic error with
+a stack trace). The weights load once, in `load_context`; `predict` is a pure function of its
+input. The model ships exactly the ``c4core`` package through ``code_paths``.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+from mlflow.exceptions import MlflowException
+from mlflow.models import ModelSignature
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+from mlflow.types.schema import AnyType, Array, ColSpec, DataType, ParamSchema, ParamSpec, Schema
+
+from c4core.game import STANDARD, Geometry, Position
+from c4core.net import Checkpoint, PolicyValueNet
+
+MAX_SIMULATIONS = 4096
+"""Upper bound on `simulations` per request, so one request cannot hold a worker for minutes."""
+MAX_RECORDS = 4096
+"""Upper bound on records per request."""
+
+# `board` is declared Any so that our validation, not MLflow's type coercion, explains what is
+# wrong with a bad board (a float, a ragged row, a string) in one line.
+SIGNATURE = ModelSignature(
+    inputs=Schema(
+        [ColSpec(DataType.string, "moves", required=False), ColSpec(AnyType(), "board", required=False)]
+    ),
+    outputs=Schema(
+        [
+            ColSpec(DataType.long, "column"),
+            ColSpec(Array(DataType.double), "probs"),
+            ColSpec(DataType.double, "value"),
+        ]
+    ),
+    params=ParamSchema([ParamSpec("simulations", DataType.long, 0)]),
+)
+INPUT_EXAMPLE = pd.DataFrame({"moves": ["4453", ""]})
+
+
+class BadInput(ValueError):
+    """A request the model cannot answer; becomes HTTP 400 with this message."""
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Position:
+    """The live position a record names; `BadInput` saying what is wrong otherwise."""
+    moves, board = record.get("moves"), record.get("board")
+    if isinstance(board, np.ndarray):
+        board = board.tolist()
+    has_moves, has_board = not _missing(moves), not _missing(board)
+    if has_moves and has_board:
+        raise BadInput("give either 'moves' or 'board', not both")
+    if not has_moves and not has_board:
+        raise BadInput("each record needs 'moves' (a string such as \"4453\") or 'board' (6x7 rows of 0/1/2)")
+    try:
+        if has_moves:
+            if not isinstance(moves, str):
+                raise BadInput(f"'moves' must be a string of column digits, got {type(moves).__name__}")
+            pos = Position.from_moves(moves, geometry)
+        else:
+            pos = Position.from_board(_plain(board), geometry)
+    except BadInput:
+        raise
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    if pos.won:
+        raise BadInput(f"the game is already over: player {3 - pos.to_move} has won")
+    if pos.is_full:
+        raise BadInput("the board is full: there is no move to make")
+    return pos
+
+
+def _plain(board: Any) -> Any:
+    """Nested numpy arrays (how the scoring server may hand over lists) as plain lists."""
+    if isinstance(board, np.ndarray):
+        return _plain(board.tolist())
+    if isinstance(board, (list, tuple)):
+        return [_plain(x) for x in board]
+    if isinstance(board, np.generic):
+        return board.item()
+    return board
+
+
+def records_of(model_input: Any) -> list[Mapping[str, Any]]:
+    """The records of a request, as dicts (a DataFrame, a list of dicts or one dict)."""
+    if isinstance(model_input, pd.DataFrame):
+        if len(model_input.columns) == 0:  # records with neither field lose every column
+            return [{} for _ in range(len(model_input))]
+        return model_input.to_dict(orient="records")
+    if isinstance(model_input, Mapping):
+        return [model_input]
+    if isinstance(model_input, Sequence) and all(isinstance(r, Mapping) for r in model_input):
+        return list(model_input)
+    raise BadInput("input must be records, each an object with 'moves' or 'board'")
+
+
+def simulations_of(params: Mapping[str, Any] | None) -> int:
+    sims = (params or {}).get("simulations", 0)
+    if sims is None:
+        return 0
+    if isinstance(sims, bool) or not isinstance(sims, (int, np.integer)):
+        raise BadInput(f"'simulations' must be a whole number, got {sims!r}")
+    if not 0 <= sims <= MAX_SIMULATIONS:
+        raise BadInput(f"'simulations' must be between 0 and {MAX_SIMULATIONS}, got {sims}")
+    return int(sims)
+
+
+def search_available() -> bool:
+    """Whether the shipped package has the search this model uses for ``simulations`` > 0."""
+    try:
+        from c4core import search
+    except ImportError:
+        return False
+    return hasattr(search, "search") and hasattr(search, "SearchConfig")
+
+
+def evaluate(net: PolicyValueNet, positions: list[Position], simulations: int = 0) -> list[dict[str, Any]]:
+    """One answer per live position: the chosen column, move probabilities, value."""
+    import torch
+
+    from c4core.batch import Boards
+
+    boards = Boards.from_positions(positions)
+    legal = boards.legal().numpy()
+    if simulations > 0:
+        if not search_available():
+            raise BadInput("search is not available in this model version: use simulations 0")
+        from c4core.search import SearchConfig, search
+
+        result = search(net, boards, replace(SearchConfig(), simulations=simulations))
+        probs, columns, values = result.probs, result.columns, result.values
+    else:
+        with torch.inference_mode():
+            p, v = net.evaluate(boards)
+        probs = p.double().numpy()
+        columns = np.where(legal, probs, -1.0).argmax(1)
+        values = v.double().numpy()
+    probs = np.where(legal, probs, 0.0)
+    out = []
+    for i in range(len(positions)):
+        col = int(columns[i])
+        assert legal[i, col], "a model answered an illegal column"
+        value = float(np.clip(values[i], -1.0, 1.0))
+        out.append({"column": col, "probs": [float(x) for x in probs[i]], "value": value})
+    return out
+
+
+class ConnectFourModel(mlflow.pyfunc.PythonModel):
+    """A league snapshot as a pyfunc: records in, one move per record out."""
+
+    def load_context(self, context: Any) -> None:
+        ckpt = Checkpoint.load(context.artifacts["weights"])
+        self.geometry = ckpt.geometry
+        self.net = ckpt.build("cpu")
+
+    # no type hints on predict: MLflow would read them as a second, conflicting signature
+    def predict(self, context, model_input, params=None):
+        """One ``{"column", "probs", "value"}`` per record; `MlflowException` (HTTP 400) for bad input."""
+        try:
+            sims = simulations_of(params)
+            records = records_of(model_input)
+            if not records:
+                # MLflow drops records that hold neither known field, so this covers those too
+                raise BadInput(
+                    "no position given: send records with 'moves' (a string such as \"4453\") "
+                    "or 'board' (6x7 rows of 0/1/2)"
+                )
+            if len(records) > MAX_RECORDS:
+                raise BadInput(f"at most {MAX_RECORDS} records per request, got {len(records)}")
+            positions = []
+            for i, rec in enumerate(records):
+                try:
+                    positions.append(parse_record(rec, self.geometry))
+                except BadInput as e:
+                    raise BadInput(f"record {i}: {e}") from None
+            return evaluate(self.net, positions, sims)
+        except BadInput as e:
+            raise MlflowException(str(e), error_code=INVALID_PARAMETER_VALUE) from None
+
+
+def _requirements() -> list[str]:
+    """Explicit pins (inference would probe the network): what `c4core.serving` imports."""
+    import importlib.metadata as md
+
+    out = []
+    for dist in ("mlflow", "torch", "numpy", "numba", "pandas"):
+        try:
+            version = md.version(dist).split("+")[0]  # drop local labels such as +cpu
+            out.append(f"{dist}=={version}")
+        except md.PackageNotFoundError:
+            out.append(dist)
+    return out
+
+
+_MODEL_CODE = """\
+# The pyfunc entry point (MLflow "models from code"): no pickled objects in the model.
+import warnings
+
+import mlflow.models
+
+from c4core.serving import ConnectFourModel
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)  # MLflow asks for type hints; the signature is explicit
+    mlflow.models.set_model(ConnectFourModel())
+"""
+
+
+def save_pyfunc(path: str | Path, checkpoint: Checkpoint) -> None:
+    """Write the pyfunc model of a snapshot to `path` (weights without optimizer state)."""
+    package = Path(__file__).resolve().parent
+    with tempfile.TemporaryDirectory() as tmp:
+        entry = Path(tmp) / "connect4_model.py"
+        entry.write_text(_MODEL_CODE)
+        weights = Path(tmp) / "weights.pt"
+        replace(checkpoint, optimizer=None).save(weights)
+        code = Path(tmp) / "c4core"
+        shutil.copytree(package, code, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.tmp"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # as in _MODEL_CODE
+            mlflow.pyfunc.save_model(
+                str(path),
+                python_model=str(entry),
+                artifacts={"weights": str(weights)},
+                code_paths=[str(code)],
+                signature=SIGNATURE,
+                input_example=INPUT_EXAMPLE,
+                pip_requirements=_requirements(),
+                metadata={"generation": checkpoint.generation, "geometry": asdict(checkpoint.geometry)},
+            )

@@ -1,0 +1,518 @@
+"""MLflow as the system of record (`c4core.registry`): runs, versions, matches, champion, resume.
+
+A smoke league runs once per module into an embedded SQLite store; most tests read what it left
+behind. Resume tests rerun it with training and match play patched to fail, so "nothing is
+redone" is checked, not assumed. The crash test SIGKILLs a real `c4 league` process in the
+middle of generation 2, reruns it, and compares the store with an uninterrupted run's. The
+server tests start a real `mlflow server` (through ``mlflow/server.sh``) whose artifacts go to
+S3, served by moto on 127.0.0.1, and run a league against it.
+
+New stores are copies of one freshly migrated SQLite file: MLflow's migrations take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from mlflow.entities import ViewType
+from mlflow.tracking import MlflowClient
+
+import c4core.league as league
+from c4core.elo import fit_elo
+from c4core.league import profile, snapshot_name
+from c4core.match import WDL, MatchResult
+from c4core.net import NetPlayer
+from c4core.players import make_player
+from c4core.registry import (
+    CHAMPION_ALIAS,
+    MODEL_NAME,
+    MLflowStore,
+    TrackedReport,
+    Tracking,
+    champion_history,
+    find_version,
+    league_versions,
+    pair_key,
+    register_snapshot,
+    resolve_version,
+    run_generation_tracked,
+    run_league_tracked,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = profile("smoke", name="t")
+AIRFLOW_TAGS = {"airflow.dag_id": "connect4_league", "airflow.run_id": "manual__1", "airflow.task_id": "gen"}
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def blank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty, migrated MLflow SQLite file to copy."""
+    path = tmp_path_factory.mktemp("blank") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+def fresh_tracking(blank_db: Path, folder: Path) -> Tracking:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(blank_db, folder / "mlflow.db")
+    return Tracking.for_uri(f"sqlite:///{folder / 'mlflow.db'}")
+
+
+@dataclass
+class Tracked:
+    tracking: Tracking
+    store: MLflowStore
+    final: TrackedReport
+    reports: list[league.GenerationReport]
+
+    @property
+    def client(self) -> MlflowClient:
+        return self.tracking.client()
+
+
+@pytest.fixture(scope="module")
+def tracked(blank_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Tracked:
+    tracking = fresh_tracking(blank_db, tmp_path_factory.mktemp("store"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        store = MLflowStore(tracking, SMOKE, AIRFLOW_TAGS)
+        reports: list[league.GenerationReport] = []
+        final = run_league_tracked(store, SMOKE, reports.append)
+    finally:
+        torch.set_num_threads(threads)
+    return Tracked(tracking, store, final, reports)
+
+
+def runs_of(client: MlflowClient, kind: str, league_name: str, view: int = ViewType.ACTIVE_ONLY) -> list:
+    exp = client.get_experiment_by_name("connect4-league")
+    flt = f"tags.`c4.kind` = '{kind}' and tags.league = '{league_name}'"
+    return client.search_runs([exp.experiment_id], flt, run_view_type=view, max_results=1000)
+
+
+# ---- runs ----------------------------------------------------------------------------------------
+def test_each_generation_is_a_nested_run_with_params_metrics_and_checkpoint(tracked: Tracked) -> None:
+    client = tracked.client
+    (league_run,) = runs_of(client, "league", "t")
+    gens = runs_of(client, "generation", "t")
+    assert sorted(r.data.tags["generation"] for r in gens) == ["1", "2"]
+    for run in gens:
+        g = int(run.data.tags["generation"])
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["mlflow.parentRunId"] == league_run.info.run_id
+        assert run.data.tags["c4.complete"] == "true" and run.data.tags["c4.finalized"] == "true"
+        assert run.data.tags["config_hash"] == SMOKE.training_hash()
+        assert AIRFLOW_TAGS.items() <= run.data.tags.items()
+        # the whole config, flattened
+        assert run.data.params["ppo.learning_rate"] == str(SMOKE.ppo.learning_rate)
+        assert run.data.params["net.channels"] == str(SMOKE.net.channels)
+        assert run.data.params["match_games"] == str(SMOKE.match_games)
+        for key in ("losses/policy", "losses/value", "losses/entropy", "losses/approx_kl", "vs/tactical/win"):
+            history = client.get_metric_history(run.info.run_id, key)
+            assert [m.step for m in history] == list(range(SMOKE.ppo.iterations)), key
+        for opponent in ("random", "tactical", "self"):
+            assert {f"vs/{opponent}/{k}" for k in ("win", "draw", "loss")} <= run.data.metrics.keys()
+        files = {f.path for f in client.list_artifacts(run.info.run_id, "checkpoint")}
+        assert files == {f"checkpoint/{snapshot_name(g)}.pt"}
+
+
+def test_the_store_gives_back_what_training_saved(tracked: Tracked) -> None:
+    fresh = MLflowStore(tracked.tracking, SMOKE)
+    for g in (1, 2):
+        saved, loaded = tracked.store.snapshot(g), fresh.snapshot(g)
+        assert saved is not None and loaded is not None
+        assert loaded.generation == g and loaded.net_config == SMOKE.net
+        assert all(torch.equal(saved.model[k], loaded.model[k]) for k in saved.model)
+    assert fresh.snapshot(3) is None
+
+
+# ---- registry ------------------------------------------------------------------------------------
+def test_every_snapshot_is_a_version_with_tags_card_signature_and_example(tracked: Tracked) -> None:
+    import mlflow.models
+
+    versions = league_versions(tracked.store)
+    assert sorted(versions) == [1, 2]
+    fit = tracked.final.report.fit
+    for g, v in versions.items():
+        member = snapshot_name(g)
+        assert v.tags["league"] == "t" and v.tags["generation"] == str(g)
+        assert float(v.tags["elo"]) == pytest.approx(fit.ratings[member], abs=0.06)
+        lo, hi = json.loads(v.tags["elo_ci95"])
+        assert lo <= float(v.tags["elo"]) <= hi
+        assert 0.0 <= float(v.tags["win_vs_tactical"]) <= 1.0
+        assert member in v.description and "Elo" in v.description
+        code = {f.path for f in tracked.client.list_artifacts(v.run_id, "model/code")}
+        assert code == {"model/code/c4core"}  # exactly the package, shipped with the model
+    client = tracked.client
+    source = client.get_model_version_download_uri(MODEL_NAME, versions[1].version)
+    import mlflow.artifacts
+
+    local = mlflow.artifacts.download_artifacts(
+        artifact_uri=f"{source}/MLmodel", tracking_uri=tracked.tracking.tracking_uri
+    )
+    model = mlflow.models.Model.load(local)
+    assert model.signature is not None
+    assert {c.name for c in model.signature.inputs.inputs} == {"moves", "board"}
+    assert model.saved_input_example_info is not None
+
+
+def test_registering_again_reuses_the_version(tracked: Tracked) -> None:
+    before = {v.version for v in tracked.client.search_model_versions(f"name = '{MODEL_NAME}'")}
+    again = register_snapshot(tracked.store, 1)
+    assert again.version == find_version(tracked.store, 1).version
+    after = {v.version for v in tracked.client.search_model_versions(f"name = '{MODEL_NAME}'")}
+    assert after == before
+
+
+# ---- matches and Elo -----------------------------------------------------------------------------
+def test_match_records_are_enough_to_refit_elo_from_scratch(tracked: Tracked) -> None:
+    client = tracked.client
+    runs = runs_of(client, "match", "t")
+    records = [json.loads(r.data.tags["c4.record"]) for r in runs]
+    # one record per pairing: gen1 met the two bots, gen2 met them and gen1
+    assert sorted(pair_key(r["a"], r["b"]) for r in records) == sorted(
+        ["gen1|random", "gen1|tactical", "gen2|random", "gen2|tactical", "gen1|gen2"]
+    )
+    for r, run in zip(records, runs, strict=True):
+        assert r["games"] == SMOKE.match_games == r["win"] + r["draw"] + r["loss"]
+        first = WDL(**r["a_first"]) + WDL(**r["b_first"])
+        assert (first.win, first.draw, first.loss) == (r["win"], r["draw"], r["loss"])
+        assert run.data.metrics["win"] == r["win"] and run.data.params["seed"] == str(r["seed"])
+    refit = fit_elo(records)
+    for v in league_versions(tracked.store).values():
+        assert float(v.tags["elo"]) == pytest.approx(refit.ratings[v.tags["member"]], abs=0.06)
+
+
+def test_recording_a_match_twice_never_double_counts(blank_db: Path, tmp_path: Path) -> None:
+    store = MLflowStore(fresh_tracking(blank_db, tmp_path), profile("smoke", name="dup"))
+    result = MatchResult("gen1", "random", 7, 4, WDL(3, 0, 2), WDL(4, 1, 0))
+    store.record_match(result)
+    store.record_match(result)
+    store.record_match(MatchResult("random", "gen1", 7, 4, WDL(2, 0, 3), WDL(0, 1, 4)))
+    assert store.results() == [result]
+    assert len(runs_of(store.client, "match", "dup")) == 1
+
+
+def test_the_ladder_is_a_metric_per_generation(tracked: Tracked) -> None:
+    client = tracked.client
+    (league_run,) = runs_of(client, "league", "t")
+    for member, steps in {"gen1": [1, 2], "gen2": [2], "random": [1, 2], "tactical": [1, 2]}.items():
+        history = client.get_metric_history(league_run.info.run_id, f"elo/{member}")
+        assert sorted(m.step for m in history) == steps
+    last = {m: league_run.data.metrics[f"elo/{m}"] for m in tracked.final.report.fit.ratings}
+    assert last == pytest.approx(tracked.final.report.fit.ratings)
+    assert last["random"] == 0.0
+
+
+# ---- champion ------------------------------------------------------------------------------------
+def test_the_best_snapshot_is_production_and_champion(tracked: Tracked) -> None:
+    client = tracked.client
+    report = tracked.final.report
+    best = max(
+        (m for m in report.fit.ratings if m.startswith("gen")), key=lambda m: (report.fit.ratings[m], m)
+    )
+    assert report.champion == best
+    champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
+    assert champ.tags["member"] == best and champ.current_stage == "Production"
+    stages = {v.version: v.current_stage for v in client.search_model_versions(f"name = '{MODEL_NAME}'")}
+    assert [v for v, s in stages.items() if s == "Production"] == [champ.version]
+    assert tracked.final.champion_version.version == champ.version
+    # the audit trail: every change of title, the holder's version, the generation it happened after
+    history = champion_history(tracked.store)
+    assert history and history[-1]["version"] == int(champ.version) and history[-1]["member"] == best
+    assert [h["after_generation"] for h in history] == sorted(h["after_generation"] for h in history)
+    assert "champion_since" in champ.tags
+    for h in history[:-1]:
+        assert "champion_until" in client.get_model_version(MODEL_NAME, str(h["version"])).tags
+
+
+def test_registry_uris_name_players(tracked: Tracked) -> None:
+    uri = tracked.tracking.tracking_uri
+    champ = tracked.final.champion_version
+    by_alias = make_player(f"models:/{MODEL_NAME}@champion", tracking_uri=uri)
+    by_number = make_player(f"models:/{MODEL_NAME}/{champ.version}", tracking_uri=uri)
+    by_stage = make_player(f"models:/{MODEL_NAME}/Production", tracking_uri=uri)
+    assert isinstance(by_alias, NetPlayer) and by_alias.name == by_number.name == by_stage.name
+    a, b = by_alias.net.state_dict(), by_number.net.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    client = tracked.client
+    for bad in ("models:/nope@champion", f"models:/{MODEL_NAME}/99", f"models:/{MODEL_NAME}", "runs:/x"):
+        with pytest.raises(ValueError):
+            resolve_version(client, bad)
+    with pytest.raises(ValueError, match="tracking URI"):
+        make_player(f"models:/{MODEL_NAME}@champion")
+
+
+# ---- resume --------------------------------------------------------------------------------------
+def test_a_rerun_of_a_finished_league_trains_nothing_and_plays_nothing(
+    tracked: Tracked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished league must not train or play")
+
+    monkeypatch.setattr(league, "train", fail)
+    monkeypatch.setattr(league, "play_match", fail)
+    client = tracked.client
+    count = {k: len(runs_of(client, k, "t", ViewType.ALL)) for k in ("league", "generation", "match")}
+    versions = len(client.search_model_versions(f"name = '{MODEL_NAME}'"))
+    (league_run,) = runs_of(client, "league", "t")
+    points = len(client.get_metric_history(league_run.info.run_id, "elo/gen1"))
+    history = champion_history(tracked.store)
+
+    start = time.perf_counter()
+    again = run_league_tracked(MLflowStore(tracked.tracking, SMOKE), SMOKE)
+    assert time.perf_counter() - start < 30
+    assert again.report.champion == tracked.final.report.champion
+    assert again.champion_version.version == tracked.final.champion_version.version
+    assert again.report.fit.ratings == pytest.approx(tracked.final.report.fit.ratings)
+    assert {k: len(runs_of(client, k, "t", ViewType.ALL)) for k in count} == count
+    assert len(client.search_model_versions(f"name = '{MODEL_NAME}'")) == versions
+    assert len(client.get_metric_history(league_run.info.run_id, "elo/gen1")) == points
+    assert champion_history(tracked.store) == history
+
+
+def test_an_unfinished_generation_run_is_abandoned_and_redone(blank_db: Path, tmp_path: Path) -> None:
+    config = profile("smoke", name="half", generations=1)
+    tracking = fresh_tracking(blank_db, tmp_path)
+    killed = MLflowStore(tracking, config)
+    killed.start_generation(1)
+    killed.log_iteration(1, 0, {"losses/policy": 0.5})  # then the driver "dies"
+
+    store = MLflowStore(tracking, config)
+    assert store.snapshot(1) is None
+    run_generation_tracked(store, config, 1)
+    client = tracking.client()
+    active = runs_of(client, "generation", "half")
+    assert len(active) == 1 and active[0].data.tags["c4.complete"] == "true"
+    deleted = runs_of(client, "generation", "half", ViewType.DELETED_ONLY)
+    assert len(deleted) == 1 and deleted[0].info.status == "FAILED"
+    assert len(client.get_metric_history(active[0].info.run_id, "losses/policy")) == config.ppo.iterations
+
+
+# ---- a real crash --------------------------------------------------------------------------------
+CRASH_DRIVER = """
+import json, sys, torch
+torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a tiny net
+from c4core.league import profile
+from c4core.registry import MLflowStore, Tracking, run_league_tracked
+uri, name = sys.argv[1:3]
+config = profile("smoke", name=name, generations=3, ppo={"iterations": 6})
+final = run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
+print(json.dumps({"champion": final.report.champion, "version": final.champion_version.version}))
+"""
+
+
+def league_command(uri: str, name: str) -> list[str]:
+    """A small driver (one torch thread) that runs a 3-generation smoke league on MLflow."""
+    return [sys.executable, "-c", CRASH_DRIVER, uri, name]
+
+
+def contents(tracking: Tracking, name: str) -> dict[str, list]:
+    """What a league left in MLflow, as sorted lists (so a duplicate would show)."""
+    client = tracking.client()
+    gens = [r for r in runs_of(client, "generation", name) if r.data.tags.get("c4.complete") == "true"]
+    matches = [r for r in runs_of(client, "match", name) if r.data.tags.get("c4.complete") == "true"]
+    records = []
+    for r in matches:
+        rec = json.loads(r.data.tags["c4.record"])
+        rec.pop("seconds")
+        records.append(json.dumps(rec, sort_keys=True))
+    versions = client.search_model_versions(f"name = '{MODEL_NAME}' and tags.league = '{name}'")
+    champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
+    return {
+        "generations": sorted(r.data.tags["generation"] for r in gens),
+        "versions": sorted((int(v.version), v.tags["generation"], v.current_stage) for v in versions),
+        "matches": sorted(records),
+        "champion": [champ.version, champ.tags["member"]],
+    }
+
+
+@pytest.mark.slow
+def test_a_league_killed_mid_generation_resumes_to_the_same_store(blank_db: Path, tmp_path: Path) -> None:
+    env = os.environ | {"MLFLOW_CONFIGURE_LOGGING": "false", "PYTHONUNBUFFERED": "1"}
+    crash = fresh_tracking(blank_db, tmp_path / "crash")
+    whole = fresh_tracking(blank_db, tmp_path / "whole")
+    uninterrupted = subprocess.Popen(
+        league_command(whole.tracking_uri, "c"), env=env, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    victim = subprocess.Popen(
+        league_command(crash.tracking_uri, "c"), env=env, cwd=REPO,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    client = crash.client()
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and victim.poll() is None:
+            exp = client.get_experiment_by_name("connect4-league")
+            if exp is not None:
+                gen2 = client.search_runs(
+                    [exp.experiment_id], "tags.`c4.kind` = 'generation' and tags.generation = '2'"
+                )
+                if gen2 and "c4.complete" not in gen2[0].data.tags and gen2[0].data.metrics:
+                    break  # generation 2 is training: its run exists, with metrics, unfinished
+            time.sleep(0.05)
+        assert victim.poll() is None, "the league finished before it could be killed mid-generation"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(30)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    assert victim.returncode == -signal.SIGKILL
+    assert contents_so_far(crash, "c") == ["1"]  # killed inside generation 2
+
+    rerun = subprocess.run(
+        league_command(crash.tracking_uri, "c"),
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    out, _ = uninterrupted.communicate(timeout=600)
+    assert uninterrupted.returncode == 0
+
+    got, want = contents(crash, "c"), contents(whole, "c")
+    assert got["generations"] == want["generations"] == ["1", "2", "3"]
+    assert got["versions"] == want["versions"]
+    assert len(got["matches"]) == len(set(got["matches"])) == 2 + 3 + 4
+    assert got["matches"] == want["matches"]
+    assert got["champion"] == want["champion"]
+    assert json.loads(rerun.stdout) == json.loads(out)
+    # the killed attempt at generation 2 is kept only as a failed, deleted run
+    dead = runs_of(client, "generation", "c", ViewType.DELETED_ONLY)
+    assert [(r.data.tags["generation"], r.info.status) for r in dead] == [("2", "FAILED")]
+
+
+def contents_so_far(tracking: Tracking, name: str) -> list[str]:
+    client = tracking.client()
+    gens = runs_of(client, "generation", name)
+    return sorted(r.data.tags["generation"] for r in gens if r.data.tags.get("c4.complete") == "true")
+
+
+# ---- a real tracking server with S3 artifacts ----------------------------------------------------
+@dataclass
+class Server:
+    url: str
+    s3: object
+    bucket: str
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`mlflow server` (mlflow/server.sh) on 127.0.0.1 with SQLite, artifacts in moto's S3."""
+    import boto3
+    import requests
+    from moto.server import ThreadedMotoServer
+
+    s3_port, port = free_port(), free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=s3_port, verbose=False)
+    moto.start()
+    keys = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    endpoint = f"http://127.0.0.1:{s3_port}"
+    s3 = boto3.client("s3", endpoint_url=endpoint, **{k.lower(): v for k, v in keys.items() if "KEY" in k})
+    s3.create_bucket(Bucket="league")
+    home = tmp_path_factory.mktemp("server")
+    env = (
+        os.environ
+        | keys
+        | {
+            "MLFLOW_HOME": str(home),
+            "ARTIFACTS_DESTINATION": "s3://league/mlflow",
+            "MLFLOW_S3_ENDPOINT_URL": endpoint,
+            "PORT": str(port),
+            "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+        }
+    )
+    env.pop("MLFLOW_TRACKING_URI", None)
+    log = (home / "server.log").open("w")
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "mlflow" / "server.sh")], env=env, stdout=log, stderr=log, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if requests.get(f"{url}/health", timeout=2).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"mlflow server did not start:\n{(home / 'server.log').read_text()[-3000:]}"
+                )
+            time.sleep(0.5)
+        yield Server(url, s3, "league")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        moto.stop()
+
+
+@pytest.mark.slow
+def test_a_league_against_a_tracking_server_with_s3_artifacts(mlflow_server: Server) -> None:
+    tracking = Tracking.for_uri(mlflow_server.url)
+    config = profile("smoke", name="srv")
+    store = MLflowStore(tracking, config, AIRFLOW_TAGS)
+    final = run_league_tracked(store, config)
+    client = tracking.client()
+
+    versions = league_versions(store)
+    assert sorted(versions) == [1, 2]
+    for g, v in versions.items():
+        assert {"league", "generation", "elo", "elo_ci95", "win_vs_tactical"} <= v.tags.keys()
+        assert v.tags["generation"] == str(g)
+    champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
+    assert champ.current_stage == "Production" and champ.tags["member"] == final.report.champion
+    records = [json.loads(r.data.tags["c4.record"]) for r in runs_of(client, "match", "srv")]
+    assert len(records) == 5 and len({pair_key(r["a"], r["b"]) for r in records}) == 5
+
+    # the bytes are in S3, uploaded by the server (the client holds no S3 credentials)
+    keys = [o["Key"] for o in mlflow_server.s3.list_objects_v2(Bucket=mlflow_server.bucket)["Contents"]]
+    assert sum(k.endswith("checkpoint/gen1.pt") for k in keys) == 1
+    assert sum(k.endswith("model/MLmodel") for k in keys) == 2
+    assert any(k.endswith("champion_history.json") for k in keys)
+    player = make_player(f"models:/{MODEL_NAME}@champion", tracking_uri=mlflow_server.url)
+    assert player.name == f"{MODEL_NAME}/{champ.version}"
+
+    # and a rerun against the server reuses everything
+    again = run_league_tracked(MLflowStore(tracking, config), config)
+    assert again.champion_version.version == champ.version
+    assert len(runs_of(client, "match", "srv", ViewType.ALL)) == 5

@@ -1,0 +1,282 @@
+"""Batched PUCT search with MCTS-Solver proofs (`c4core.search`).
+
+Every net here is a tiny one with random weights: whatever search finds, it finds through its
+own simulations and proofs, not through a trained policy. Tactical positions are move strings
+(boards drawn in comments); the ones past the first few plies come from the solver-labelled dev
+suite, whose labels are exact. On 4x4 connect-3 the proofs are checked against the exact solver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from c4core.batch import Boards
+from c4core.bots import RandomBot
+from c4core.game import STANDARD, Geometry, Position
+from c4core.match import play_match
+from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+from c4core.players import make_player
+from c4core.search import SearchConfig, SearchPlayer, search, search_position
+from c4core.solver import Solver
+
+SEED = 4321
+TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
+SMALL = Geometry(4, 4, 3)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_net(seed: int = SEED, geometry: Geometry = STANDARD) -> PolicyValueNet:
+    torch.manual_seed(seed)
+    return PolicyValueNet(replace(TINY, rows=geometry.rows, cols=geometry.cols)).eval()
+
+
+@pytest.fixture
+def net() -> PolicyValueNet:
+    return tiny_net()
+
+
+# ---- tactics ----------------------------------------------------------------------------------------
+# X to move, and only column 3 wins at once (column 7 is O's):
+#   . . . O O . .
+#   . . . X X X O
+WIN_IN_1 = ("445567", {2}, 1)
+# X to move: column 3 makes three in a row with both ends open on the bottom row.
+#   . O . . . . O
+#   . X . X . O X
+WIN_IN_3 = ("267742", {2}, 3)
+# X to move; the dev suite scores columns 2 and 4 as wins with X's third stone from now.
+#   . . X . . . .
+#   . . X . . . .
+#   O O O X . O .
+#   O X O O X X X
+WIN_IN_5 = ("53237264313641", {1, 3}, 5)
+# O to move; O has no win and X no immediate threat, yet the dev suite scores every column
+# but 6 as lost within three plies (X sets up two threats): 6 is the only defence.
+#   . . . . . . .
+#   . . . X . . .
+#   . X . O . . .
+#   . O . O O . X
+#   O X . O X X X
+#   X O . X O X O
+ONLY_DEFENCE = "6562471451742442257"
+
+
+@pytest.mark.parametrize("moves,winning,plies", [WIN_IN_1, WIN_IN_3, WIN_IN_5])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_finds_forced_wins(moves: str, winning: set[int], plies: int, seed: int) -> None:
+    r = search_position(tiny_net(seed), Position.from_moves(moves), SearchConfig(simulations=2000))
+    assert r.column in winning
+    assert r.proven == 1 and r.value == 1.0
+    # a proof bounds the win's length from above; these wins take exactly `plies` at best
+    assert r.length >= plies and r.length % 2 == 1
+    assert r.simulations < 2000  # the proof stopped the search early
+    assert r.probs[r.column] == 1.0
+
+
+def test_win_in_one_is_proven_at_the_root_without_simulations(net: PolicyValueNet) -> None:
+    r = search_position(net, Position.from_moves(WIN_IN_1[0]), SearchConfig(simulations=50))
+    assert (r.column, r.proven, r.length, r.simulations) == (2, 1, 1, 0)
+    assert sum(r.visits) == 0 and r.move_proven[2] == 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_finds_the_only_defence(seed: int) -> None:
+    r = search_position(tiny_net(seed), Position.from_moves(ONLY_DEFENCE), SearchConfig(simulations=1500))
+    assert r.column == 5
+    assert r.proven is None or r.proven >= 0
+    assert r.move_proven[5] != -1
+
+
+def test_blocks_an_immediate_threat(net: PolicyValueNet) -> None:
+    # O to move; X threatens column 7 on the bottom row, so every other column is a proven loss
+    #   . . O X X X .
+    r = search_position(net, Position.from_moves("43516"), SearchConfig(simulations=64))
+    assert r.column == 6
+    assert [v for c, v in enumerate(r.move_proven) if c != 6] == [-1] * 6
+
+
+def test_a_lost_root_delays_the_loss(net: PolicyValueNet) -> None:
+    # O to move is lost: X threatens the top of column 3, and after the block X plays 4 with two
+    # open ends on the bottom row. Blocking loses in 4 plies, anything else in 2.
+    #   . . X . . . .
+    #   . . X . . O .
+    #   . X X . . O O
+    r = search_position(net, Position.from_moves("3637263"), SearchConfig(simulations=200))
+    assert r.proven == -1 and r.value == -1.0
+    assert r.column == 2 and r.length == 4
+    assert r.move_proven == [-1] * 7
+
+
+# ---- MCTS-Solver against the exact solver --------------------------------------------------------
+def small_positions(n: int, seed: int) -> list[Position]:
+    rng = np.random.default_rng(seed)
+    out: list[Position] = []
+    while len(out) < n:
+        pos = Position(geometry=SMALL)
+        for _ in range(int(rng.integers(0, 12))):
+            nxt = pos.play(int(rng.choice(pos.legal_moves())))
+            if nxt.is_terminal:
+                break
+            pos = nxt
+        out.append(pos)
+    return out
+
+
+@pytest.mark.parametrize("simulations", [30, 300])
+def test_proofs_agree_with_the_exact_solver(simulations: int) -> None:
+    positions = small_positions(150, SEED)
+    solver = Solver(SMALL)
+    r = search(
+        tiny_net(geometry=SMALL), Boards.from_positions(positions), SearchConfig(simulations=simulations)
+    )
+    proven = 0
+    for i, pos in enumerate(positions):
+        scores = solver.move_scores(pos)
+        for c, exact in enumerate(r.move_proven[i]):
+            if not np.isnan(exact):  # every proven move has the solver's outcome
+                assert exact == np.sign(scores[c])
+        if np.isnan(r.proven[i]):
+            assert r.simulations[i] == simulations
+            continue
+        proven += 1
+        best = np.sign(solver.score(pos))
+        assert r.proven[i] == best
+        assert np.sign(scores[r.columns[i]]) == best  # the chosen move keeps the result
+        if best == 1:  # a proof of length d is a forced win within d plies, so never faster than exact
+            stone = (SMALL.cells + 1) // 2 + 1 - solver.score(pos)  # the winner's stone number
+            assert r.lengths[i] >= 2 * (stone - (pos.ply // 2 + 1)) + 1
+    assert proven > len(positions) // 2  # the check is not vacuous
+
+
+def test_enough_simulations_solve_small_boards_outright() -> None:
+    positions = small_positions(40, SEED + 1)
+    r = search(tiny_net(geometry=SMALL), Boards.from_positions(positions), SearchConfig(simulations=5000))
+    assert not np.isnan(r.proven).any()
+    solver = Solver(SMALL)
+    assert [int(v) for v in r.proven] == [int(np.sign(solver.score(p))) for p in positions]
+
+
+# ---- accounting -------------------------------------------------------------------------------------
+def test_visits_sum_to_the_simulations(net: PolicyValueNet) -> None:
+    positions = [Position()] + [Position.from_moves(m) for m in ("4", "44", "4453", "1234567")]
+    for sims in (1, 7, 100):
+        r = search(net, Boards.from_positions(positions), SearchConfig(simulations=sims))
+        assert np.isnan(r.proven).all()
+        assert (r.visits.sum(1) == sims).all() and (r.simulations == sims).all()
+        assert np.allclose(r.probs.sum(1), 1.0)
+
+
+def test_a_root_proven_early_counts_the_simulations_run(net: PolicyValueNet) -> None:
+    r = search(net, Boards.from_positions([Position.from_moves(WIN_IN_3[0])]), SearchConfig(simulations=500))
+    assert r.proven[0] == 1
+    assert 0 < r.simulations[0] < 500
+    assert r.visits[0].sum() == r.simulations[0]
+
+
+def test_values_and_priors_are_well_formed(net: PolicyValueNet) -> None:
+    pos = Position.from_moves("44")
+    r = search_position(net, pos, SearchConfig(simulations=64))
+    assert -1 <= r.value <= 1 and -1 <= r.net_value <= 1
+    assert abs(sum(r.prior) - 1) < 1e-5 and abs(sum(r.probs) - 1) < 1e-9
+    assert r.column == int(np.argmax(r.visits))
+    probs, value = net.evaluate(Boards.from_positions([pos]))
+    assert np.allclose(r.prior, probs[0].numpy(), atol=1e-6) and abs(r.net_value - float(value[0])) < 1e-6
+
+
+def test_full_columns_get_no_visits(net: PolicyValueNet) -> None:
+    pos = Position.from_moves("444444" + "333333")
+    r = search_position(net, pos, SearchConfig(simulations=100))
+    assert r.visits[2] == r.visits[3] == 0 and r.column not in (2, 3)
+
+
+# ---- noise and determinism -----------------------------------------------------------------------
+def test_evaluation_is_noise_free_and_deterministic(net: PolicyValueNet) -> None:
+    assert SearchConfig().root_noise is False
+    boards = Boards.from_positions([Position(), Position.from_moves("44")])
+    a = search(net, boards, SearchConfig(simulations=80), torch.Generator().manual_seed(1))
+    b = search(net, boards, SearchConfig(simulations=80), torch.Generator().manual_seed(2))
+    assert (a.visits == b.visits).all() and (a.columns == b.columns).all()
+
+
+def test_root_noise_follows_the_seed(net: PolicyValueNet) -> None:
+    boards = Boards.from_positions([Position()])
+    cfg = SearchConfig(simulations=80, root_noise=True)
+
+    def visits(seed: int) -> np.ndarray:
+        return search(net, boards, cfg, torch.Generator().manual_seed(seed)).visits[0]
+
+    assert (visits(1) == visits(1)).all()
+    assert any((visits(1) != visits(s)).any() for s in (2, 3, 4))
+    quiet = search(net, boards, SearchConfig(simulations=80)).visits[0]
+    assert (visits(1) != quiet).any()
+
+
+def test_chunked_batches_match_one_batch(net: PolicyValueNet) -> None:
+    positions = [Position.from_moves(m) for m in ("", "4", "43", "432", "4321")]
+    whole = search(net, Boards.from_positions(positions), SearchConfig(simulations=40))
+    parts = search(net, Boards.from_positions(positions), SearchConfig(simulations=40, max_trees=2))
+    assert (whole.visits == parts.visits).all() and np.allclose(whole.values, parts.values)
+
+
+def test_temperature_samples_from_the_visits(net: PolicyValueNet) -> None:
+    boards = Boards.from_positions([Position()] * 30)
+    cfg = SearchConfig(simulations=40, temperature=1.0)
+    cols = search(net, boards, cfg, torch.Generator().manual_seed(0)).columns
+    assert len(set(cols.tolist())) > 1  # thirty identical trees, more than one sampled move
+
+
+# ---- the player -------------------------------------------------------------------------------------
+def test_search_player_plays_legal_moves_and_skips_finished_games(net: PolicyValueNet) -> None:
+    done = Position.from_moves("1213141")  # X won on column 1
+    positions = [Position(), Position.from_moves("444444"), done]
+    player = SearchPlayer(net, 16, net_name="tiny")
+    assert player.name == "tiny+mcts16"
+    cols = player.act(Boards.from_positions(positions), torch.Generator().manual_seed(0))
+    assert cols.shape == (3,) and int(cols[1]) != 3
+
+
+def test_search_player_in_a_match(net: PolicyValueNet) -> None:
+    searcher = SearchPlayer(net, 8, net_name="tiny")
+    result = play_match(searcher, NetPlayer(net, name="tiny"), 4, seed=SEED)
+    assert result.games == 4 and result.a == "tiny+mcts8"
+    assert play_match(searcher, RandomBot(), 2, seed=SEED).games == 2
+
+
+def test_search_beats_random_with_a_random_net(net: PolicyValueNet) -> None:
+    result = play_match(SearchPlayer(net, 32), RandomBot(), 10, seed=SEED)
+    assert result.total.score > 0.8  # proofs alone see every short tactic
+
+
+def test_spec_suffix_builds_a_search_player(tmp_path: Path, net: PolicyValueNet) -> None:
+    path = tmp_path / "tiny.pt"
+    Checkpoint.of(net).save(path)
+    player = make_player(f"{path}+mcts12")
+    assert isinstance(player, SearchPlayer) and player.name == "tiny+mcts12"
+    assert player.config.simulations == 12
+    with pytest.raises(ValueError, match="network player"):
+        make_player("tactical+mcts8")
+    with pytest.raises(ValueError, match="at least 1"):
+        make_player(f"{path}+mcts0")
+
+
+def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
+    for bad in (dict(simulations=0), dict(c_puct=0.0), dict(noise_fraction=2.0), dict(temperature=-1.0)):
+        with pytest.raises(ValueError):
+            SearchConfig(**bad)
+    with pytest.raises(ValueError, match="built for 6x7"):
+        search(net, Boards(1, SMALL))
+    with pytest.raises(ValueError, match="game is over"):
+        search_position(net, Position.from_moves("1213141"))

@@ -1,0 +1,290 @@
+"""Serving the champion (`c4core.serving`): the pyfunc's contract, then `mlflow models serve` over HTTP.
+
+The in-process tests call `ConnectFourModel.predict` on a tiny untrained net. The HTTP tests run a
+one-generation smoke league into a fresh SQLite store, start ``mlflow/serve-champion.sh`` twice
+(``models:/connect4/Production`` and ``models:/connect4@champion``, ``--env-manager local``) on
+free ports, and check every answer: legal columns, probabilities that are 0 exactly on full
+columns, values in -1..1, and HTTP 400 with a message saying what is wrong for every bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import requests
+import torch
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from c4core.game import Position
+from c4core.league import profile
+from c4core.net import Checkpoint, NetConfig, PolicyValueNet
+from c4core.registry import MLflowStore, Tracking, run_league_tracked
+from c4core.serving import ConnectFourModel, search_available
+
+REPO = Path(__file__).resolve().parents[1]
+EMPTY = [[0] * 7 for _ in range(6)]
+FOUR_FULL = "111111222222444444777777"
+"""Columns 1, 2, 4 and 7 full, nobody has won."""
+ONE = [{"moves": "4"}]
+
+
+def board_of(moves: str) -> list[list[int]]:
+    return Position.from_moves(moves).board()
+
+
+def full_drawn_board() -> list[list[int]]:
+    """A full board on which nobody has won (random play that never completes a run)."""
+    rng = random.Random(0)
+    while True:
+        pos = Position()
+        while not pos.is_full:
+            safe = [c for c in pos.legal_moves() if not pos.play(c).won]
+            if not safe:
+                break
+            pos = pos.play(rng.choice(safe))
+        if pos.is_full and not pos.won:
+            return pos.board()
+
+
+def floating() -> list[list[int]]:
+    b = [row[:] for row in EMPTY]
+    b[4][3] = 1  # one row above the bottom, nothing under it
+    return b
+
+
+def counts_off() -> list[list[int]]:
+    b = [row[:] for row in EMPTY]
+    b[5][3] = 2  # player 2 cannot have moved first
+    return b
+
+
+# (name, request body, text the 400 message must contain)
+BAD_INPUTS = [
+    ("malformed JSON", '{"dataframe_records": [{"moves": "44"}', "JSON"),
+    ("not records", "[1, 2]", "exactly one of"),
+    ("no records", {"dataframe_records": []}, "no position given"),
+    ("neither field", {"dataframe_records": [{"foo": 1}]}, "'moves' (a string"),
+    ("both fields", {"dataframe_records": [{"moves": "4", "board": EMPTY}]}, "not both"),
+    ("moves not a string", {"dataframe_records": [{"moves": 4453}]}, "must be a string"),
+    ("moves off the board", {"dataframe_records": [{"moves": "48"}]}, "expected a column digit 1-7"),
+    ("moves into a full column", {"dataframe_records": [{"moves": "1111111"}]}, "column 1 is full"),
+    ("moves after a win", {"dataframe_records": [{"moves": "12121212"}]}, "already won"),
+    ("moves end in a win", {"dataframe_records": [{"moves": "1212121"}]}, "already over"),
+    ("board not a list", {"dataframe_records": [{"board": "abc"}]}, "list of 6 rows"),
+    ("five rows", {"dataframe_records": [{"board": EMPTY[:5]}]}, "list of 6 rows, got 5"),
+    ("short row", {"dataframe_records": [{"board": [[0] * 6] + EMPTY[1:]}]}, "row 1 must have 7 cells"),
+    ("value 3", {"dataframe_records": [{"board": [[3] + [0] * 6] + EMPTY[1:]}]}, "use 0, 1 or 2"),
+    ("a float", {"dataframe_records": [{"board": [[0.5] + [0] * 6] + EMPTY[1:]}]}, "use 0, 1 or 2"),
+    ("a boolean", {"dataframe_records": [{"board": EMPTY[:5] + [[True] + [0] * 6]}]}, "use 0, 1 or 2"),
+    ("floating stone", {"dataframe_records": [{"board": floating()}]}, "floating stone"),
+    ("impossible counts", {"dataframe_records": [{"board": counts_off()}]}, "impossible stone counts"),
+    ("won board", {"dataframe_records": [{"board": board_of("1212121")}]}, "already won"),
+    ("full board", {"dataframe_records": [{"board": full_drawn_board()}]}, "board is full"),
+    ("second record bad", {"dataframe_records": [{"moves": "4"}, {"moves": "x"}]}, "record 1"),
+    (
+        "negative simulations",
+        {"dataframe_records": ONE, "params": {"simulations": -1}},
+        "between 0",
+    ),
+    (
+        "huge simulations",
+        {"dataframe_records": ONE, "params": {"simulations": 10**6}},
+        "between 0",
+    ),
+    (
+        "text simulations",
+        {"dataframe_records": ONE, "params": {"simulations": "x"}},
+        "simulations",
+    ),
+]
+
+
+# ---- in process ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> ConnectFourModel:
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=16))
+    path = tmp_path_factory.mktemp("weights") / "weights.pt"
+    Checkpoint.of(net).save(path)
+    m = ConnectFourModel()
+    m.load_context(SimpleNamespace(artifacts={"weights": str(path)}))
+    return m
+
+
+def test_predict_answers_moves_and_boards_alike(model: ConnectFourModel) -> None:
+    by_moves = model.predict(None, [{"moves": "4453"}])
+    by_board = model.predict(None, [{"board": board_of("4453")}])
+    assert by_moves == by_board
+
+
+def test_answers_are_legal_and_probabilities_skip_full_columns(
+    model: ConnectFourModel, rng, random_move_string
+) -> None:
+    records = [{"moves": random_move_string(rng, unfinished=True)} for _ in range(200)]
+    records.append({"moves": FOUR_FULL})  # four full columns
+    for rec, out in zip(records, model.predict(None, records), strict=True):
+        pos = Position.from_moves(rec["moves"])
+        legal = pos.legal_moves()
+        assert out["column"] in legal
+        assert all((p > 0) == (c in legal) for c, p in enumerate(out["probs"]))
+        assert sum(out["probs"]) == pytest.approx(1.0, abs=1e-5)
+        assert -1.0 <= out["value"] <= 1.0
+        assert out["probs"][out["column"]] == max(out["probs"])
+
+
+@pytest.mark.parametrize(
+    "name,body,hint",
+    [b for b in BAD_INPUTS if isinstance(b[1], dict)],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_bad_records_raise_invalid_parameter_value(
+    model: ConnectFourModel, name: str, body, hint: str
+) -> None:
+    with pytest.raises(MlflowException) as err:
+        model.predict(None, body["dataframe_records"], body.get("params"))
+    assert err.value.error_code == "INVALID_PARAMETER_VALUE"
+    assert hint in err.value.message
+
+
+def test_simulations_use_search_when_the_package_has_it(model: ConnectFourModel) -> None:
+    if search_available():
+        (out,) = model.predict(None, [{"moves": "4453"}], {"simulations": 8})
+        assert out["column"] in Position.from_moves("4453").legal_moves()
+        assert sum(out["probs"]) == pytest.approx(1.0)
+    else:
+        with pytest.raises(MlflowException, match="search is not available"):
+            model.predict(None, [{"moves": "4453"}], {"simulations": 8})
+
+
+# ---- over HTTP -----------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Two `mlflow models serve` processes: the Production stage and the champion alias."""
+    root = tmp_path_factory.mktemp("serving")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    MlflowClient(uri).search_experiments()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        config = profile("smoke", name="serve", generations=1)
+        run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
+    finally:
+        torch.set_num_threads(threads)
+    procs, urls = [], {}
+    for key, model_uri in (
+        ("production", "models:/connect4/Production"),
+        ("champion", "models:/connect4@champion"),
+    ):
+        port = free_port()
+        env = os.environ | {
+            "MLFLOW_TRACKING_URI": uri,
+            "MODEL_URI": model_uri,
+            "PORT": str(port),
+            "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+        }
+        log = (root / f"{key}.log").open("w")
+        script = REPO / "mlflow" / "serve-champion.sh"
+        procs.append(
+            subprocess.Popen(["bash", str(script)], env=env, stdout=log, stderr=log, start_new_session=True)
+        )
+        urls[key] = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        for (key, url), proc in zip(urls.items(), procs, strict=True):
+            while True:
+                try:
+                    if requests.get(f"{url}/ping", timeout=2).ok:
+                        break
+                except requests.ConnectionError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log_text = (root / f"{key}.log").read_text()[-3000:]
+                    raise RuntimeError(f"mlflow models serve ({key}) did not start:\n{log_text}")
+                time.sleep(0.5)
+        yield urls
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(root / "artifacts", ignore_errors=True)
+
+
+def post(url: str, body) -> requests.Response:
+    data = body if isinstance(body, str) else json.dumps(body)
+    return requests.post(
+        f"{url}/invocations", data=data, headers={"Content-Type": "application/json"}, timeout=60
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["production", "champion"])
+def test_both_registry_uris_answer_invocations(servers: dict[str, str], which: str) -> None:
+    r = post(servers[which], {"dataframe_records": [{"moves": "4453"}, {"board": board_of("4453")}]})
+    assert r.status_code == 200, r.text
+    a, b = r.json()["predictions"]
+    assert a == b
+    assert a["column"] in range(7) and len(a["probs"]) == 7 and -1 <= a["value"] <= 1
+
+
+@pytest.mark.slow
+def test_served_answers_are_always_legal(servers: dict[str, str], rng, random_move_string) -> None:
+    moves = [random_move_string(rng, unfinished=True) for _ in range(100)] + [FOUR_FULL, ""]
+    r = post(servers["champion"], {"dataframe_records": [{"moves": m} for m in moves]})
+    assert r.status_code == 200, r.text
+    for m, out in zip(moves, r.json()["predictions"], strict=True):
+        legal = Position.from_moves(m).legal_moves()
+        assert out["column"] in legal
+        assert [c for c, p in enumerate(out["probs"]) if p == 0.0] == [c for c in range(7) if c not in legal]
+
+
+@pytest.mark.slow
+def test_served_simulations_follow_the_search_hook(servers: dict[str, str]) -> None:
+    r = post(servers["champion"], {"dataframe_records": [{"moves": "4453"}], "params": {"simulations": 8}})
+    if search_available():
+        assert r.status_code == 200, r.text
+        assert r.json()["predictions"][0]["column"] in range(7)
+    else:
+        assert r.status_code == 400 and "search is not available" in r.json()["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,body,hint", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_is_a_400_that_says_what_is_wrong(
+    servers: dict[str, str], name: str, body, hint: str
+) -> None:
+    r = post(servers["champion"], body)
+    assert r.status_code == 400, (name, r.status_code, r.text[:300])
+    message = r.json()["message"]
+    assert hint in message, message
+    assert "Traceback" not in message
+
+
+@pytest.mark.slow
+def test_a_wrong_content_type_is_refused(servers: dict[str, str]) -> None:
+    r = requests.post(
+        f"{servers['champion']}/invocations", data="4453", headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 415
