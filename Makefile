@@ -4,8 +4,18 @@ PY := $(VENV)/bin/python
 PROFILE ?=
 LEAGUE_FLAGS ?=
 UI_PORT ?= 5000
+# `make league` runs the DAG connect4_league in-process (`airflow dags test`, SQLite, no server);
+# its trigger form as JSON: LEAGUE, PROFILE (default cpu) and GENERATIONS fill it, or give CONF
+AIRFLOW_HOME ?= $(CURDIR)/.airflow
+LEAGUE ?= default
+GENERATIONS ?=
+comma := ,
+CONF ?= {"league": "$(LEAGUE)", "profile": "$(or $(PROFILE),cpu)"$(if $(GENERATIONS),$(comma) "generations": $(GENERATIONS))}
+AIRFLOW_ENV := AIRFLOW_HOME=$(AIRFLOW_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
+	AIRFLOW__CORE__PLUGINS_FOLDER=$(CURDIR)/plugins AIRFLOW__CORE__LOAD_EXAMPLES=False \
+	MLFLOW_CONFIGURE_LOGGING=false MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
 
-.PHONY: venv league test lint bench ui serve clean
+.PHONY: venv league league-cli up test lint bench ui serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,15 +26,27 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 venv: $(VENV)/.installed
 
 league: venv
+	@mkdir -p $(AIRFLOW_HOME)
+	@$(AIRFLOW_ENV) $(VENV)/bin/airflow db migrate >$(AIRFLOW_HOME)/migrate.log 2>&1 \
+		|| { cat $(AIRFLOW_HOME)/migrate.log; exit 1; }
+	$(AIRFLOW_ENV) $(VENV)/bin/airflow dags test connect4_league -c '$(CONF)'
+	@$(AIRFLOW_ENV) $(PY) -m c4core.steps summary --spec '$(CONF)'
+
+# the same league without Airflow: `c4 league` (LEAGUE_FLAGS="--generations 3" passes flags)
+league-cli: venv
 	$(VENV)/bin/c4 league $(if $(PROFILE),--profile $(PROFILE)) $(LEAGUE_FLAGS)
 
+# Airflow standalone, the MLflow UI and the play page on 127.0.0.1; prints where and how to log in
+up: venv
+	AIRFLOW_HOME=$(AIRFLOW_HOME) VENV=$(abspath $(VENV)) bash docker/up.sh
+
 test: venv
-	$(VENV)/bin/ruff check c4core tests benchmarks
+	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
 	$(PY) -m pytest -q
 
 lint: venv
-	$(VENV)/bin/ruff check c4core tests benchmarks
-	$(VENV)/bin/ruff format --check c4core tests benchmarks
+	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
+	$(VENV)/bin/ruff format --check c4core tests benchmarks dags plugins
 
 # the MLflow UI on the embedded store (mlruns/), bound to 127.0.0.1
 ui: venv
@@ -38,4 +60,4 @@ bench: venv
 	bash benchmarks/run_all.sh
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .airflow

@@ -1,4 +1,5 @@
-"""The ``c4`` command: league, match, elo, play and eval-suite. It only parses flags and calls the library.
+"""The ``c4`` command: league, match, elo, play, eval-suite and report; it only parses flags and calls
+the library.
 
 Errors a user can cause (a bad player spec, a malformed results file, an illegal move) print one
 line on stderr and exit with status 2; no traceback ever reaches the terminal. Heavy imports
@@ -106,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help='print {"ratings": ..., "ci95": ...}')
 
     pl = sub.add_parser("play", help="play a game in the terminal")
-    pl.add_argument("--opponent", default="tactical", help="player spec (default: %(default)s)")
+    pl.add_argument(
+        "--opponent", help="player spec (default: models:/connect4@champion if one exists, else tactical)"
+    )
     pl.add_argument("--first", choices=("you", "bot"), default="you", help="who moves first")
     pl.add_argument("--moves", default="", help="start from this move string (solver notation)")
     pl.add_argument("--seed", type=_non_negative, default=None)
@@ -120,6 +123,24 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--tracking-uri", help=_TRACKING_HELP)
+
+    rp = sub.add_parser("report", help="draw a league's report (HTML + PNGs) from MLflow or a folder")
+    where = rp.add_mutually_exclusive_group(required=True)
+    where.add_argument("--league", help="a league in MLflow, by name (its newest config)")
+    where.add_argument("--dir", help="a local league folder, e.g. runs/NAME")
+    rp.add_argument("--config-hash", help="with --league: the config to report (default: the newest)")
+    rp.add_argument("--out", help="output folder (default: runs/<league>/report, or <dir>/report)")
+    rp.add_argument("--seed", type=_non_negative, default=0, help="seed of the sample game's opponent")
+    rp.add_argument("--tracking-uri", help=_TRACKING_HELP)
+
+    sa = sub.add_parser("serve-app", help="serve the play page: the champion in the browser")
+    sa.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s, this host only)")
+    sa.add_argument("--port", type=_positive, default=8000, help="port (default: %(default)s)")
+    sa.add_argument("--model", default="models:/connect4@champion", help="registry URI to follow")
+    sa.add_argument("--refresh", type=float, default=30.0, help="seconds between registry checks (30)")
+    sa.add_argument("--serve-url", help="take moves from `mlflow models serve`, e.g. http://127.0.0.1:5001")
+    sa.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
+    sa.add_argument("--tracking-uri", help=_TRACKING_HELP)
     return p
 
 
@@ -129,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         commands = {"league": cmd_league, "match": cmd_match, "elo": cmd_elo, "play": cmd_play}
         commands["eval-suite"] = cmd_eval_suite
+        commands["serve-app"] = cmd_serve_app
+        commands["report"] = cmd_report
         return commands[args.command](args)
     except (UsageError, ValueError) as e:
         print(f"c4 {args.command}: error: {e}", file=sys.stderr)
@@ -323,6 +346,31 @@ def _flip(w: Any) -> Any:
     return WDL(w.loss, w.draw, w.win)
 
 
+# ---- report --------------------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    from c4core.report import build_report
+
+    if args.dir is not None:
+        folder = Path(args.dir)
+        if not folder.is_dir():
+            raise UsageError(f"no league folder at {folder}")
+        source: Any = folder
+        out = Path(args.out) if args.out else folder / "report"
+    else:
+        from c4core.registry import Tracking
+        from c4core.report import open_mlflow_league
+
+        source = open_mlflow_league(Tracking.for_uri(tracking_uri(args)), args.league, args.config_hash)
+        out = Path(args.out) if args.out else Path("runs") / args.league / "report"
+    files = build_report(source, out, seed=args.seed)
+    rep = files.report
+    lo, hi = rep.fit.ci95[rep.champion]
+    print(f"champion {rep.champion}: {rep.fit.ratings[rep.champion]:.1f} Elo (95% CI {lo:.1f}..{hi:.1f})")
+    for path in files.paths():
+        print(path)
+    return 0
+
+
 # ---- play ----------------------------------------------------------------------------------------
 def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     import torch
@@ -332,9 +380,16 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
 
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    bot = make_player(args.opponent, tracking_uri=tracking_uri(args))
+    pos = Position.from_moves(args.moves)  # a bad --moves fails before any network loads
+    spec = args.opponent
+    if spec is None:
+        from c4core.app import default_opponent
+
+        spec, note = default_opponent(tracking_uri(args))
+        if note:
+            print(f"note: {note}.", file=out)
+    bot = make_player(spec, tracking_uri=tracking_uri(args))
     gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
-    pos = Position.from_moves(args.moves)
     human = pos.to_move if args.first == "you" else 3 - pos.to_move
     mark = {1: "X", 2: "O"}
     print(f"You are {mark[human]}, {bot.name} is {mark[3 - human]}. Type a column 1-7, q to quit.", file=out)
@@ -362,6 +417,26 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
         print("You win!" if winner == human else f"{bot.name} wins.", file=out)
     else:
         print("Draw.", file=out)
+    return 0
+
+
+# ---- serve-app -----------------------------------------------------------------------------------
+def cmd_serve_app(args: argparse.Namespace) -> int:
+    import torch
+    import uvicorn
+
+    from c4core.app import ChampionSource, create_app
+    from c4core.registry import Tracking
+
+    if not args.refresh > 0:
+        raise UsageError(f"--refresh must be a positive number of seconds, got {args.refresh}")
+    torch.set_num_threads(args.threads)  # one position at a time: more threads only add latency
+    source = ChampionSource(Tracking.for_uri(tracking_uri(args)), args.model, args.refresh, args.serve_url)
+    source.refresh()
+    champ = source.current()
+    who = champ.info.name if champ else f"none yet ({source.last_error}); checking every {args.refresh:g}s"
+    print(f"play page on http://{args.host}:{args.port}/  champion: {who}", file=sys.stderr)
+    uvicorn.run(create_app(source), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

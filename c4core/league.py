@@ -109,7 +109,7 @@ PROFILES: dict[str, LeagueConfig] = {
     "cpu": LeagueConfig(
         profile="cpu",
         generations=6,
-        ppo=PPOConfig(iterations=24, games=768),
+        ppo=PPOConfig(iterations=25, games=768),
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
     ),

@@ -21,7 +21,7 @@ import torch
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
-from c4core.bots import Player
+from c4core.bots import Player, RandomBot
 from c4core.game import STANDARD, Geometry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
@@ -51,8 +51,12 @@ class PPOConfig:
     """GAE lambda; 1.0 is the plain Monte Carlo return, lower bootstraps more from the value."""
     max_grad_norm: float = 0.5
     """Gradient clipping."""
-    mirror: bool = True
-    """Add the left-right mirror of every decision to the update."""
+    mirror: bool = False
+    """Add the left-right mirror of every decision to the update. Off by default: it learns
+    faster early but collapses the policy's entropy later (docs/BENCHMARKS.md)."""
+    opening_plies: int = 4
+    """Random plies that open every training game, as in league matches: without them a
+    sharpening policy keeps replaying a few openings and overfits to them."""
     target_kl: float | None = 0.03
     """Stop an iteration's epochs early once the approximate KL to the old policy passes this."""
     dual_clip: float | None = 3.0
@@ -92,6 +96,7 @@ def collect(
     generator: torch.Generator,
     geometry: Geometry = STANDARD,
     gae_lambda: float = 0.9,
+    opening_plies: int = 0,
 ) -> tuple[Rollout, dict[str, WDL]]:
     """Play `games` games of the learner against `opponents` (None stands for itself).
 
@@ -108,6 +113,9 @@ def collect(
     for j, opp in enumerate(opponents):
         if opp is None:
             is_self |= opp_id == j
+    opener = RandomBot()
+    for _ in range(opening_plies):
+        boards.play(opener.act(boards, generator).to(device))
     learner_first = torch.arange(n, device=device) % 2 == 0
     steps: list[tuple[torch.Tensor, ...]] = []
     net.eval()
@@ -276,7 +284,9 @@ def train(
     gen = torch.Generator().manual_seed(seed)
     for it in range(config.iterations):
         start = time.perf_counter()
-        rollout, wdl = collect(net, opponents, config.games, gen, geometry, config.gae_lambda)
+        rollout, wdl = collect(
+            net, opponents, config.games, gen, geometry, config.gae_lambda, config.opening_plies
+        )
         losses = ppo_update(net, optimizer, rollout, config, gen)
         metrics = {f"losses/{k}": v for k, v in losses.items()}
         for name, r in wdl.items():

@@ -4,7 +4,8 @@ Layout in MLflow (experiment ``connect4-league``)::
 
     league run  "<league>"              tags c4.kind=league, league, config_hash; params = config
     |                                   metrics elo/<member> (step = generation); artifact
-    |                                   champion_history.json (who held the title, and when)
+    |                                   champion_history.json (who held the title, and when);
+    |                                   report/ (`c4core.report`, redrawn after every generation)
     +-- generation run  "<league>/gen3" tags c4.kind=generation, league, generation, config_hash
     |                                   params = the whole LeagueConfig; metrics per iteration;
     |                                   artifacts checkpoint/gen3.pt and model/ (the pyfunc)
@@ -527,9 +528,22 @@ def after_generation(store: MLflowStore, report: GenerationReport) -> ModelVersi
         promote_champion(store, report.champion, report.fit, g)
         store.client.set_tag(run.info.run_id, FINALIZED, "true")
         run.data.tags[FINALIZED] = "true"  # the cached copy too
+        log_league_report(store)  # live: redrawn once per newly finalized generation
     champ = current_champion(store.client, store.tracking.model_name)
     assert champ is not None
     return champ
+
+
+def log_league_report(store: MLflowStore, champion: ModelVersion | None = None) -> None:
+    """Draw the league report (`c4core.report`) into the league run's ``report/`` artifacts, and
+    onto `champion`'s version when given. The report is a view of the records: if it fails to draw,
+    this warns and the league goes on."""
+    from c4core.report import log_report  # matplotlib loads only here
+
+    try:
+        log_report(store, champion)
+    except Exception as e:
+        warnings.warn(f"the league report was not logged: {type(e).__name__}: {e}", stacklevel=2)
 
 
 @dataclass(frozen=True)
@@ -572,8 +586,9 @@ def run_league_tracked(
         tracked = run_generation_tracked(store, config, g, cb)
         if on_generation is not None:
             on_generation(tracked.report)
-    store.set_league_status("FINISHED")
     assert tracked is not None
+    log_league_report(store, tracked.champion_version)  # the final report, on the champion too
+    store.set_league_status("FINISHED")
     return tracked
 
 

@@ -356,7 +356,7 @@ def test_training_hash() -> None:
     for changed in (
         dict(ppo=replace(SMOKE.ppo, learning_rate=5e-4)),
         dict(ppo=replace(SMOKE.ppo, iterations=3)),
-        dict(ppo=replace(SMOKE.ppo, mirror=False)),
+        dict(ppo=replace(SMOKE.ppo, mirror=not SMOKE.ppo.mirror)),
         dict(net=replace(SMOKE.net, channels=16)),
         dict(seed=1),
         dict(match_games=40),

@@ -1,0 +1,442 @@
+"""The play page: the league champion in the browser (``c4 serve-app``, ``make up``).
+
+One FastAPI app serves one static page (``c4core/static/``: HTML, CSS and JS, no network
+resources) and a small JSON API::
+
+    GET  /                 the page
+    GET  /api/champion     who plays: name, version, generation, Elo, promoted_at, source
+    POST /api/move         {"moves": "4453"} or {"board": [[...6 rows of 7...]]}, optional
+                           {"simulations": N} (0 = the raw network, up to MAX_SIMULATIONS)
+                           -> {"column": 0-6, "probs": [7], "value": -1..1 for the champion,
+                               "simulations": N, "ms": server time, "champion": {...}}
+    GET  /api/health       {"ok": true, "champion": "connect4/7" or null}
+
+The client keeps the move list (undo is client-side); every request carries the whole game, so
+the server keeps no per-game state. Every body is validated as `c4core` validates positions
+(`c4core.serving.parse_record`, which rests on `Position.from_moves`/`from_board`): a bad body
+gets HTTP 400 with a one-line ``detail``, never a 500; no champion yet is a 503.
+
+Which champion plays. `ChampionSource` resolves ``models:/connect4@champion`` (or any registry
+URI) and polls the registry every `refresh_s` seconds on a background thread; when the alias
+moves, it loads the new version's weights and swaps them in between two requests, so a running
+page plays the new champion from its next move, with no restart. With `serve_url` the moves come
+from a running ``mlflow models serve`` endpoint instead (``POST /invocations``); the registry, if
+reachable, still supplies the name, generation and Elo shown on the page.
+
+Nothing in `c4core` imports this module; it sits on top of registry, serving and search.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+
+from c4core.game import STANDARD, Geometry, Position
+from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
+from c4core.serving import BadInput, evaluate, parse_record
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).resolve().parent / "static"
+CHAMPION_URI = f"models:/{MODEL_NAME}@champion"
+DEFAULT_REFRESH_S = 30.0
+"""How often the app asks the registry who the champion is (the issue asks for under a minute)."""
+MAX_SIMULATIONS = 2048
+"""Most search simulations one request may ask for (the page offers up to 1024)."""
+MAX_BODY = 16_384
+"""Largest request body accepted, in bytes (a full board is well under 1 KB)."""
+FIELDS = ("moves", "board", "simulations")
+
+
+class NoChampion(RuntimeError):
+    """No champion to play yet (empty registry, unreachable registry or model server): HTTP 503."""
+
+
+class Upstream(RuntimeError):
+    """The model server answered something unusable: HTTP 502."""
+
+
+# ---- who plays -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChampionInfo:
+    """What the page shows about the champion (from the registered version and its tags)."""
+
+    name: str
+    """``<registered model>/<version>``, e.g. ``connect4/7``."""
+    model: str
+    """The registered model's name."""
+    version: str
+    """Its version number."""
+    member: str | None
+    """League member name, e.g. ``gen3``."""
+    league: str | None
+    """The league that trained it."""
+    generation: int | None
+    """League generation that produced it."""
+    elo: float | None
+    """Its Elo on the league ladder (random = 0)."""
+    promoted_at: str | None
+    """When it became champion (ISO 8601, UTC)."""
+    source: str
+    """Where its moves come from: ``registry`` (weights loaded here) or the model server URL."""
+    uri: str
+    """The registry URI the app follows, e.g. ``models:/connect4@champion``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _info(version: Any, uri: str, source: str) -> ChampionInfo:
+    tags = dict(version.tags or {})
+
+    def number(key: str, kind: Callable[[str], Any]) -> Any:
+        try:
+            return kind(tags[key])
+        except (KeyError, ValueError):
+            return None
+
+    promoted = tags.get("champion_since")
+    if promoted is None and version.last_updated_timestamp:
+        stamp = version.last_updated_timestamp / 1000
+        promoted = datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
+    return ChampionInfo(
+        name=f"{version.name}/{version.version}",
+        model=version.name,
+        version=str(version.version),
+        member=tags.get("member"),
+        league=tags.get("league"),
+        generation=number("generation", int),
+        elo=number("elo", float),
+        promoted_at=promoted,
+        source=source,
+        uri=uri,
+    )
+
+
+@dataclass(frozen=True)
+class Champion:
+    """A loaded champion: its info and its network (None when a model server answers)."""
+
+    info: ChampionInfo
+    net: Any = None
+    geometry: Geometry = STANDARD
+
+
+class ChampionSource:
+    """The champion the page plays, kept current by polling the registry.
+
+    `refresh` asks the registry once (`start` does so now and then every `refresh_s` seconds on a
+    daemon thread). A new version is loaded fully before it replaces the old one, so a request
+    always sees one complete champion. Registry errors keep the champion already loaded.
+    """
+
+    def __init__(
+        self,
+        tracking: Tracking | None,
+        uri: str = CHAMPION_URI,
+        refresh_s: float = DEFAULT_REFRESH_S,
+        serve_url: str | None = None,
+        device: str = "cpu",
+    ):
+        if tracking is None and serve_url is None:
+            raise ValueError("give a registry (tracking URI), a model server URL, or both")
+        if not refresh_s > 0:
+            raise ValueError(f"refresh interval must be positive, got {refresh_s}")
+        self.tracking = tracking
+        self.uri = uri
+        self.refresh_s = refresh_s
+        self.serve_url = serve_url.rstrip("/") if serve_url else None
+        self.device = device
+        self._champion: Champion | None = None
+        self._lock = threading.Lock()  # one refresh at a time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.checked_at: float | None = None
+        self.last_error: str | None = None
+
+    # -- state --
+    def current(self) -> Champion | None:
+        return self._champion
+
+    def require(self) -> Champion:
+        champ = self._champion
+        if champ is None:
+            raise NoChampion(self.last_error or f"no champion yet at {self.uri}: train one (make league)")
+        return champ
+
+    @property
+    def geometry(self) -> Geometry:
+        champ = self._champion
+        return champ.geometry if champ is not None else STANDARD
+
+    # -- refresh --
+    def refresh(self) -> bool:
+        """Ask the registry who the champion is; load it if it changed. True when it changed."""
+        with self._lock:
+            try:
+                changed = self._refresh()
+                self.last_error = None
+                return changed
+            except Exception as e:  # the registry being down must not take the page down
+                self.last_error = f"cannot reach the champion: {_one_line(e)}"
+                log.warning("%s", self.last_error)
+                return False
+            finally:
+                self.checked_at = time.time()
+
+    def _refresh(self) -> bool:
+        old = self._champion
+        source = self.serve_url or "registry"
+        if self.tracking is None:  # a model server alone: nothing to poll, nothing to show but its URL
+            if old is None:
+                self._champion = Champion(_server_only_info(self.serve_url or "", self.uri))
+                return True
+            return False
+        if _missing_sqlite(self.tracking.tracking_uri):  # do not create an empty store by looking
+            if self.serve_url is not None and old is None:
+                self._champion = Champion(_server_only_info(self.serve_url, self.uri))
+                return True
+            raise NoChampion(f"no registry yet at {self.tracking.tracking_uri}: train one with `make league`")
+        try:
+            version = resolve_version(self.tracking.client(), self.uri)
+        except ValueError as e:
+            if self.serve_url is not None and old is None:
+                self._champion = Champion(_server_only_info(self.serve_url, self.uri))
+                return True
+            raise NoChampion(f"no champion yet ({e})") from None
+        info = _info(version, self.uri, source)
+        if old is not None and old.info.name == info.name:
+            if old.info != info:  # same version, new Elo or tags: no reload
+                self._champion = Champion(info, old.net, old.geometry)
+            return False
+        if self.serve_url is not None:
+            self._champion = Champion(info)
+        else:
+            ckpt, _ = load_checkpoint(self.tracking, f"models:/{version.name}/{version.version}")
+            self._champion = Champion(info, ckpt.build(self.device), ckpt.geometry)
+        log.info("champion is now %s (generation %s, Elo %s)", info.name, info.generation, info.elo)
+        return True
+
+    def start(self) -> None:
+        """Refresh now, then every `refresh_s` seconds on a daemon thread until `stop`."""
+        self.refresh()
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="champion-refresh", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.refresh_s):
+            self.refresh()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    # -- moves --
+    def answer(self, position: Position, simulations: int = 0) -> dict[str, Any]:
+        """The champion's move in a live position: column, probs, value (for the champion)."""
+        champ = self.require()
+        if self.serve_url is not None:
+            out = _ask_server(self.serve_url, position, simulations)
+        else:
+            out = evaluate(champ.net, [position], simulations)[0]
+        return out | {"champion": champ.info.to_json()}
+
+
+def _server_only_info(url: str, uri: str) -> ChampionInfo:
+    return ChampionInfo(
+        name=uri,
+        model=MODEL_NAME,
+        version="?",
+        member=None,
+        league=None,
+        generation=None,
+        elo=None,
+        promoted_at=None,
+        source=url,
+        uri=uri,
+    )
+
+
+def _missing_sqlite(uri: str) -> bool:
+    return uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file()
+
+
+def _one_line(e: BaseException) -> str:
+    text = getattr(e, "message", None) or str(e) or type(e).__name__
+    return text.strip().splitlines()[0][:300]
+
+
+def _ask_server(url: str, position: Position, simulations: int) -> dict[str, Any]:
+    """One move from ``mlflow models serve`` (`c4core.serving` behind ``/invocations``)."""
+    import requests
+
+    body = {"dataframe_records": [{"board": position.board()}], "params": {"simulations": simulations}}
+    try:
+        r = requests.post(f"{url}/invocations", json=body, timeout=30)
+    except requests.RequestException as e:
+        raise NoChampion(f"the model server at {url} is not reachable ({type(e).__name__})") from None
+    try:
+        payload = r.json()
+    except ValueError:
+        payload = None
+    if r.status_code == 400 and isinstance(payload, dict) and "message" in payload:
+        raise BadInput(str(payload["message"]).splitlines()[0])
+    if r.status_code != 200 or not isinstance(payload, dict):
+        raise Upstream(f"the model server at {url} answered HTTP {r.status_code}")
+    try:
+        (pred,) = payload["predictions"]
+        column = int(pred["column"])
+        probs = [float(p) for p in pred["probs"]]
+        value = float(pred["value"])
+    except (KeyError, TypeError, ValueError):
+        raise Upstream(f"the model server at {url} answered in an unknown format") from None
+    if column not in position.legal_moves() or len(probs) != position.geometry.cols:
+        raise Upstream(f"the model server at {url} answered an illegal move ({column + 1})")
+    return {"column": column, "probs": probs, "value": value}
+
+
+# ---- the request -----------------------------------------------------------------------------------
+def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Position, int]:
+    """The live position and simulation count a ``POST /api/move`` body asks for; `BadInput`
+    with a one-line reason otherwise."""
+    if len(body) > MAX_BODY:
+        raise BadInput(f"request body too large ({len(body)} bytes; at most {MAX_BODY})")
+    try:
+        data = json.loads(body)
+    except RecursionError:  # "[[[[..." deeper than Python's parser goes
+        raise BadInput("request body is nested too deeply to be JSON for a position") from None
+    except (UnicodeDecodeError, ValueError):
+        raise BadInput('request body must be JSON, e.g. {"moves": "4453"}') from None
+    if not isinstance(data, dict):
+        raise BadInput('request body must be a JSON object, e.g. {"moves": "4453"}')
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise BadInput(f"unknown field {unknown[0]!r}: use {', '.join(FIELDS)}")
+    sims = data.get("simulations", 0)
+    if sims is None:
+        sims = 0
+    if isinstance(sims, bool) or not isinstance(sims, int):
+        raise BadInput(f"'simulations' must be a whole number, got {sims!r}")
+    if not 0 <= sims <= MAX_SIMULATIONS:
+        raise BadInput(f"'simulations' must be between 0 and {MAX_SIMULATIONS}, got {sims}")
+    moves, board = data.get("moves"), data.get("board")
+    if isinstance(moves, float) or isinstance(board, float):  # NaN-like values mean "missing" to parse_record
+        raise BadInput("'moves' must be a string and 'board' a list of rows")
+    return parse_record({"moves": moves, "board": board}, geometry), sims
+
+
+# ---- the app ---------------------------------------------------------------------------------------
+def create_app(source: ChampionSource, start: bool = True) -> FastAPI:
+    """The FastAPI app around `source`; `start` runs its refresh thread for the app's lifetime."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if start:
+            source.start()
+        try:
+            yield
+        finally:
+            if start:
+                source.stop()
+
+    app = FastAPI(title="Connect Four: play the champion", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.source = source
+
+    @app.exception_handler(BadInput)
+    async def bad_input(request: Request, e: BadInput) -> JSONResponse:
+        return JSONResponse({"detail": str(e)}, status_code=400)
+
+    @app.exception_handler(NoChampion)
+    async def no_champion(request: Request, e: NoChampion) -> JSONResponse:
+        return JSONResponse({"detail": str(e)}, status_code=503)
+
+    @app.exception_handler(Upstream)
+    async def upstream(request: Request, e: Upstream) -> JSONResponse:
+        return JSONResponse({"detail": str(e)}, status_code=502)
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Callable[[Request], Any]) -> Any:
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'"
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        if request.url.path.startswith("/api/"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/api/health")
+    def health() -> dict[str, Any]:
+        champ = source.current()
+        return {"ok": True, "champion": champ.info.name if champ else None, "error": source.last_error}
+
+    @app.get("/api/champion")
+    def champion() -> dict[str, Any]:
+        info = source.require().info.to_json()
+        return info | {"refresh_s": source.refresh_s, "checked_at": _iso(source.checked_at)}
+
+    @app.post("/api/move")
+    async def move(request: Request) -> dict[str, Any]:
+        start_t = time.perf_counter()
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:
+            raise BadInput(f"request body too large ({declared} bytes; at most {MAX_BODY})")
+        position, sims = parse_move_request(await request.body(), source.geometry)
+        # the network or search runs on a worker thread, so a long search never blocks the loop
+        out = await run_in_threadpool(source.answer, position, sims)
+        return out | {"simulations": sims, "ms": round((time.perf_counter() - start_t) * 1000, 2)}
+
+    return app
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+# ---- the terminal's default opponent ---------------------------------------------------------------
+def default_opponent(tracking_uri: str, uri: str = CHAMPION_URI) -> tuple[str, str | None]:
+    """The player spec ``c4 play`` uses without ``--opponent``: the registry's champion when one
+    exists, else ``tactical``, with a one-line note saying why."""
+    import os
+
+    if _missing_sqlite(tracking_uri):
+        return "tactical", f"no registry at {tracking_uri} yet, so you play tactical (make league trains one)"
+    # a tracking server that is down must not hang the terminal: one quick try, no retries
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "5"
+    try:
+        resolve_version(Tracking.for_uri(tracking_uri).client(), uri)
+        return uri, None
+    except Exception as e:  # no champion, no such model, no server: all mean "play tactical"
+        return "tactical", f"no champion at {uri} ({_one_line(e)}), so you play tactical"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -1,0 +1,394 @@
+// The play page: the client keeps the game (a move string such as "4453") and asks the server
+// for the champion's answer to the whole game each time; undo is client-side.
+"use strict";
+
+const ROWS = 6, COLS = 7, CONNECT = 4;
+const CHAMPION_POLL_MS = 20000;
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  moves: "",          // solver notation, columns 1-7
+  human: 1,           // 1 = the human moves first (red), 2 = the champion does
+  token: 0,           // bumps on new game / undo, so a late answer to an old game is dropped
+  thinking: false,
+  error: null,
+  over: null,         // null, or {winner: 0|1|2, cells: [[r, c], ...]}
+  champion: null,     // the latest /api/champion info
+  answer: null,       // the latest /api/move answer
+  lastDrop: 0,        // when the last stone started to fall (ms)
+  controller: null,   // aborts an answer that is no longer wanted
+};
+
+// ---- rules (mirrors c4core.game; the server validates everything again) --------------------------
+function grid(moves) {
+  const g = Array.from({ length: ROWS }, () => Array(COLS).fill(0));
+  const heights = Array(COLS).fill(0);
+  for (let i = 0; i < moves.length; i++) {
+    const c = Number(moves[i]) - 1;
+    g[ROWS - 1 - heights[c]][c] = (i % 2) + 1;
+    heights[c]++;
+  }
+  return { g, heights };
+}
+const toMove = (moves) => (moves.length % 2) + 1;
+const canPlay = (moves, c) => grid(moves).heights[c] < ROWS;
+
+function winningCells(g) {
+  const cells = new Map();
+  let winner = 0;
+  const dirs = [[0, 1], [1, 0], [1, 1], [1, -1]];
+  for (let r = 0; r < ROWS; r++) {
+    for (let c = 0; c < COLS; c++) {
+      const p = g[r][c];
+      if (!p) continue;
+      for (const [dr, dc] of dirs) {
+        const run = [];
+        for (let k = 0; k < CONNECT; k++) {
+          const rr = r + k * dr, cc = c + k * dc;
+          if (rr < 0 || rr >= ROWS || cc < 0 || cc >= COLS || g[rr][cc] !== p) break;
+          run.push([rr, cc]);
+        }
+        if (run.length === CONNECT) {
+          winner = p;
+          for (const [rr, cc] of run) cells.set(`${rr},${cc}`, [rr, cc]);
+        }
+      }
+    }
+  }
+  return { winner, cells: [...cells.values()] };
+}
+
+function outcome(moves) {
+  const { g } = grid(moves);
+  const w = winningCells(g);
+  if (w.winner) return w;
+  if (moves.length === ROWS * COLS) return { winner: 0, cells: [] };
+  return null;
+}
+
+// ---- drawing --------------------------------------------------------------------------------------
+function buildBoard() {
+  const board = $("board");
+  board.textContent = "";
+  for (let c = 0; c < COLS; c++) {
+    const col = document.createElement("button");
+    col.type = "button";
+    col.className = "col";
+    col.dataset.col = String(c);
+    col.setAttribute("aria-label", `Column ${c + 1}`);
+    col.addEventListener("click", () => humanMove(c));
+    for (let r = 0; r < ROWS; r++) {
+      const cell = document.createElement("div");
+      cell.className = "cell";
+      cell.dataset.row = String(r);
+      cell.dataset.col = String(c);
+      col.appendChild(cell);
+    }
+    board.appendChild(col);
+  }
+  const probs = $("probs");
+  probs.textContent = "";
+  for (let c = 0; c < COLS; c++) {
+    const p = document.createElement("div");
+    p.className = "prob";
+    p.dataset.col = String(c);
+    p.innerHTML = '<span class="pct"></span><div class="fill"></div>';
+    probs.appendChild(p);
+  }
+}
+
+function fallTime(rows) {
+  return 0.12 + 0.035 * rows;
+}
+
+function render(animateLast) {
+  const { g } = grid(state.moves);
+  const board = $("board");
+  const lastCol = state.moves.length ? Number(state.moves[state.moves.length - 1]) - 1 : -1;
+  const lastRow = lastCol >= 0 ? g.findIndex((row) => row[lastCol] !== 0) : -1;
+  const win = new Set((state.over ? state.over.cells : []).map(([r, c]) => `${r},${c}`));
+  for (const cell of board.querySelectorAll(".cell")) {
+    const r = Number(cell.dataset.row), c = Number(cell.dataset.col);
+    const p = g[r][c];
+    let stone = cell.firstElementChild;
+    if (!p) {
+      if (stone) stone.remove();
+      continue;
+    }
+    const isLast = r === lastRow && c === lastCol;
+    if (!stone || !stone.classList.contains(`p${p}`) || (isLast && animateLast)) {
+      if (stone) stone.remove();
+      stone = document.createElement("div");
+      cell.appendChild(stone);
+    }
+    stone.className = `stone p${p}`;
+    if (isLast) {
+      stone.classList.add("last");
+      if (animateLast) {
+        stone.style.setProperty("--rows", String(r + 1));
+        stone.style.setProperty("--fall", `${fallTime(r + 1)}s`);
+        stone.classList.add("drop");
+      }
+    }
+    if (win.has(`${r},${c}`)) stone.classList.add("win");
+  }
+  const yourTurn = !state.over && !state.thinking && !state.error && toMove(state.moves) === state.human;
+  for (const col of board.querySelectorAll(".col")) {
+    col.disabled = !yourTurn || !canPlay(state.moves, Number(col.dataset.col));
+  }
+  board.dataset.moves = state.moves;
+  board.dataset.human = String(state.human);
+  board.dataset.state = state.over ? "over" : state.error ? "error" : state.thinking ? "thinking" : "your-turn";
+  board.dataset.result = state.over ? resultOf(state.over) : "";
+  $("undo").disabled = !humanMoves().length;
+  renderStatus(yourTurn);
+  renderAnswer();
+  renderBanner();
+}
+
+function dot(p) {
+  return `<span class="dot p${p}" aria-hidden="true"></span>`;
+}
+
+function renderStatus(yourTurn) {
+  const s = $("status");
+  const you = state.human, champ = 3 - state.human;
+  const colour = (p) => (p === 1 ? "red" : "yellow");
+  if (state.error) {
+    s.innerHTML = "";
+    s.append(`The champion could not answer: ${state.error} `);
+    const retry = document.createElement("button");
+    retry.type = "button";
+    retry.id = "retry";
+    retry.textContent = "Try again";
+    retry.addEventListener("click", () => { state.error = null; askChampion(); });
+    s.appendChild(retry);
+  } else if (state.over) {
+    s.innerHTML = "Game over. " + (resultOf(state.over) === "draw" ? "A draw." : "");
+  } else if (state.thinking) {
+    s.innerHTML = `${dot(champ)}The champion (${colour(champ)}) is thinking…`;
+  } else if (yourTurn) {
+    s.innerHTML = `${dot(you)}Your move: you are ${colour(you)}. Click a column or press 1-7.`;
+  }
+}
+
+function renderAnswer() {
+  const a = state.answer;
+  for (const p of $("probs").children) {
+    const c = Number(p.dataset.col);
+    const v = a ? a.probs[c] : 0;
+    p.querySelector(".fill").style.height = `${Math.round(v * 100)}%`;
+    p.querySelector(".pct").textContent = a ? `${Math.round(v * 100)}%` : "";
+    p.classList.toggle("chosen", !!a && a.column === c);
+    p.title = a ? `column ${c + 1}: ${(v * 100).toFixed(1)}%` : "";
+  }
+  const gauge = $("gauge");
+  const text = $("gauge-text");
+  // the value is for the champion (the side it moved for): +1 it wins, -1 you win
+  const v = a ? a.value : 0;
+  $("gauge-fill").style.width = `${((1 - v) / 2) * 100}%`;
+  gauge.setAttribute("aria-valuenow", v.toFixed(2));
+  gauge.dataset.value = a ? v.toFixed(3) : "";
+  if (!a) {
+    text.textContent = "The champion has not judged the game yet.";
+  } else {
+    const signed = (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
+    const who = v > 0.25 ? "thinks it is winning" : v < -0.25 ? "thinks you are winning" : "sees a balanced game";
+    const how = a.simulations ? `after ${a.simulations} simulations` : "network only";
+    text.textContent = `The champion ${who} (value ${signed}, ${how}).`;
+  }
+}
+
+function resultOf(over) {
+  if (!over.winner) return "draw";
+  return over.winner === state.human ? "won" : "lost";
+}
+
+function renderBanner() {
+  const banner = $("banner");
+  if (!state.over) {
+    banner.hidden = true;
+    return;
+  }
+  const result = resultOf(state.over);
+  banner.className = `banner ${result}`;
+  $("banner-text").textContent =
+    result === "won" ? "You win!" : result === "lost" ? "The champion wins." : "It's a draw.";
+  banner.hidden = false;
+}
+
+function renderChampion(info) {
+  $("champ-name").textContent = info ? info.name + (info.member ? ` (${info.member})` : "") : "none yet";
+  $("champ-gen").textContent = info && info.generation != null ? String(info.generation) : "–";
+  $("champ-elo").textContent = info && info.elo != null ? String(Math.round(info.elo)) : "–";
+  $("champ-promoted").textContent = info && info.promoted_at ? formatTime(info.promoted_at) : "–";
+  $("champion").dataset.version = info ? info.name : "";
+  $("champion").title = info ? `${info.uri}, moves from ${info.source}` : "";
+}
+
+function formatTime(iso) {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  return t.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// ---- the game -------------------------------------------------------------------------------------
+function humanMoves() {
+  const out = [];
+  for (let i = 0; i < state.moves.length; i++) if ((i % 2) + 1 === state.human) out.push(i);
+  return out;
+}
+
+function play(col) {
+  state.moves += String(col + 1);
+  state.lastDrop = performance.now();
+  state.over = outcome(state.moves);
+  render(true);
+}
+
+function humanMove(col) {
+  if (state.over || state.thinking || state.error || toMove(state.moves) !== state.human) return;
+  if (col < 0 || col >= COLS || !canPlay(state.moves, col)) return;
+  play(col);
+  if (!state.over) askChampion();
+}
+
+async function askChampion() {
+  const token = state.token;
+  const moves = state.moves;
+  const simulations = Number($("strength").value);
+  state.thinking = true;
+  state.error = null;
+  render(false);
+  state.controller = new AbortController();
+  const sent = performance.now();
+  let answer;
+  try {
+    const r = await fetch("/api/move", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ moves, simulations }),
+      signal: state.controller.signal,
+    });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error(body.detail || `HTTP ${r.status}`);
+    answer = body;
+  } catch (e) {
+    if (token !== state.token) return;
+    state.thinking = false;
+    state.error = e.name === "AbortError" ? null : e.message;
+    render(false);
+    return;
+  }
+  if (token !== state.token) return;
+  const rtt = performance.now() - sent;
+  if (!Number.isInteger(answer.column) || !canPlay(moves, answer.column)) {
+    state.thinking = false;
+    state.error = `it answered an illegal column (${answer.column})`;
+    render(false);
+    return;
+  }
+  // let the stone you just dropped land before the champion's falls
+  const wait = state.lastDrop + fallTime(ROWS) * 1000 - performance.now();
+  if (wait > 0) await new Promise((ok) => setTimeout(ok, wait));
+  if (token !== state.token) return;
+  state.thinking = false;
+  state.answer = answer;
+  if (answer.champion) noteChampion(answer.champion);
+  $("latency").textContent = `Last answer: ${Math.round(rtt)} ms (server ${answer.ms} ms).`;
+  play(answer.column);
+}
+
+function cancelThinking() {
+  state.token++;
+  if (state.controller) state.controller.abort();
+  state.controller = null;
+  state.thinking = false;
+  state.error = null;
+}
+
+function newGame() {
+  cancelThinking();
+  const first = document.querySelector('input[name="first"]:checked').value;
+  state.human = first === "champion" ? 2 : 1;
+  state.moves = "";
+  state.over = null;
+  state.answer = null;
+  $("gauge-you").textContent = `You (${state.human === 1 ? "red" : "yellow"})`;
+  $("gauge-champ").textContent = `Champion (${state.human === 1 ? "yellow" : "red"})`;
+  document.documentElement.style.setProperty("--you", state.human === 1 ? "var(--p1)" : "var(--p2)");
+  $("gauge").style.background = state.human === 1 ? "var(--p2)" : "var(--p1)";
+  $("gauge-fill").style.background = state.human === 1 ? "var(--p1)" : "var(--p2)";
+  render(false);
+  if (state.human === 2) askChampion();
+}
+
+function undo() {
+  const mine = humanMoves();
+  if (!mine.length) return;
+  cancelThinking();
+  // back to just before your last move: you are to move again
+  state.moves = state.moves.slice(0, mine[mine.length - 1]);
+  state.over = null;
+  state.answer = null;
+  render(false);
+}
+
+// ---- the champion ---------------------------------------------------------------------------------
+function noteChampion(info) {
+  const before = state.champion;
+  state.champion = info;
+  renderChampion(info);
+  if (before && info && before.name !== info.name) {
+    const n = $("notice");
+    n.textContent = `A new champion was promoted: ${info.name}` +
+      (info.generation != null ? `, generation ${info.generation}` : "") + ". It plays from the next move.";
+    n.hidden = false;
+  }
+}
+
+async function pollChampion() {
+  try {
+    const r = await fetch("/api/champion");
+    const body = await r.json().catch(() => ({}));
+    if (r.ok) {
+      noteChampion(body);
+      if (state.error && /champion/.test(state.error)) state.error = null;
+    } else {
+      renderChampion(null);
+      $("champ-name").textContent = body.detail ? "none yet" : `HTTP ${r.status}`;
+      $("champion").title = body.detail || "";
+    }
+  } catch (e) {
+    $("champion").title = `cannot reach the server: ${e.message}`;
+  }
+}
+
+// ---- wiring ---------------------------------------------------------------------------------------
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const tag = e.target && e.target.tagName;
+  // digits would pick an option in the strength menu; radio buttons pass them on
+  if (tag === "SELECT" || tag === "TEXTAREA" || (tag === "INPUT" && e.target.type !== "radio")) return;
+  if (e.key >= "1" && e.key <= String(COLS)) {
+    e.preventDefault();
+    humanMove(Number(e.key) - 1);
+  } else if (e.key === "n" || e.key === "N") {
+    newGame();
+  } else if (e.key === "u" || e.key === "U") {
+    undo();
+  } else if (e.key === "Escape") {
+    $("banner").hidden = true;
+  }
+});
+
+window.addEventListener("DOMContentLoaded", () => {
+  buildBoard();
+  $("new-game").addEventListener("click", newGame);
+  $("banner-new").addEventListener("click", newGame);
+  $("undo").addEventListener("click", undo);
+  for (const radio of document.querySelectorAll('input[name="first"]')) radio.addEventListener("change", newGame);
+  pollChampion();
+  setInterval(pollChampion, CHAMPION_POLL_MS);
+  newGame();
+});

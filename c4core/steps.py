@@ -1,0 +1,342 @@
+"""The league's steps as one orchestrator task each: the single entry point of both launchers.
+
+The Airflow DAG (``dags/connect4_league.py``) runs a generation as five tasks, and each task is
+one function here::
+
+    pick(spec, g)             -> {"spec", "generation", "opponents", "members", "request"}
+    train(request)            -> {"generation", "member", "run_id", "experiment_id", ...}
+    match(spec, g, opponent)  -> the match record (W/D/L from the new snapshot's side)
+    fit(spec, g)              -> {"ratings", "ci95", "champion", "ladder"}
+    register(spec, g, ...)    -> {"version", "champion", "champion_version", ...}
+
+In-process, a task calls the function directly. On Kubernetes, the trainer pod runs the same
+function through this module's command line, and the result becomes the task's XCom::
+
+    python -m c4core.steps train --request '{"spec": ..., "generation": 3, "opponents": [...]}' \\
+        --xcom /airflow/xcom/return.json
+
+A ``spec`` is the DAG's params, resolved: league name, profile, generations, iterations, games,
+match games (`resolve`). Every step keeps its state in MLflow through `c4core.registry.MLflowStore`,
+whose keys make each step idempotent: a retried or rerun task reuses what the store already holds.
+Nothing here imports Airflow, and torch and mlflow are imported only inside the steps, so the DAG
+file can import this module while it parses. ``MLFLOW_CONFIGURE_LOGGING=false`` is set before
+mlflow is imported, so MLflow leaves the host's (Airflow's) logging alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games")
+"""The keys of a resolved spec: the DAG's params, less the executor."""
+XCOM_RETURN = "/airflow/xcom/return.json"
+"""Where a KubernetesPodOperator's sidecar reads the task's return value."""
+
+
+def tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the embedded store under the repo's ``mlruns/`` (as `c4 league`)."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    here = Path(__file__).resolve().parents[1]
+    root = here if (here / "pyproject.toml").is_file() else Path.cwd()
+    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+
+
+def _quiet_mlflow() -> None:
+    os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The DAG's params as a spec: profile defaults filled in, and checked by building the config
+    (a ValueError names the bad value). Touches no store."""
+    unknown = set(params) - set(SPEC_KEYS) - {"executor"}
+    if unknown:
+        raise ValueError(f"unknown league settings: {', '.join(sorted(unknown))}")
+    spec = {k: params.get(k) for k in SPEC_KEYS}
+    spec["league"] = spec["league"] or "default"
+    spec["profile"] = spec["profile"] or "cpu"
+    config = _config(spec, "cpu")
+    spec["generations"] = config.generations
+    return spec
+
+
+def _config(spec: Mapping[str, Any], device: str | None = None) -> Any:
+    """The `LeagueConfig` of a spec, on `device` (None: the profile's device)."""
+    from c4core.league import profile
+
+    overrides: dict[str, Any] = {"name": spec["league"]}
+    if spec.get("generations") is not None:
+        overrides["generations"] = int(spec["generations"])
+    if spec.get("match_games") is not None:
+        overrides["match_games"] = int(spec["match_games"])
+    ppo = {k: int(spec[k]) for k in ("iterations", "games") if spec.get(k) is not None}
+    if ppo:
+        overrides["ppo"] = ppo
+    if device is not None:
+        overrides["device"] = device
+    return profile(spec["profile"], **overrides)
+
+
+def _device(spec: Mapping[str, Any], training: bool) -> str:
+    """Where a step runs: CUDA when the profile asks for it and there is one. A gpu-profile
+    training step with no CUDA is an error; matches fall back to the CPU."""
+    import torch
+
+    wanted = _config(spec).device
+    if not wanted.startswith("cuda"):
+        return "cpu"
+    if torch.cuda.is_available():
+        return wanted
+    if training:
+        raise ValueError(
+            f"profile {spec['profile']!r} trains on CUDA and this machine has none: choose profile "
+            "cpu or smoke, or run the DAG with C4_EXECUTOR=kubernetes to train on a GPU pod"
+        )
+    return "cpu"
+
+
+def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, Any]:
+    _quiet_mlflow()
+    threads = os.environ.get("C4_TORCH_THREADS")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    from c4core.registry import MLflowStore, Tracking
+
+    config = _config(spec, device)
+    return MLflowStore(Tracking.for_uri(tracking_uri()), config, tags), config
+
+
+def _results_upto(store: Any, generation: int) -> list[Any]:
+    """Match records among the bots and snapshots up to `generation`: a generation's fit stays
+    the same when its tasks are rerun after later generations have played."""
+    from c4core.league import BOT_NAMES
+
+    def known(name: str) -> bool:
+        return name in BOT_NAMES or (name.startswith("gen") and int(name[3:]) <= generation)
+
+    return [r for r in store.results() if known(r.a) and known(r.b)]
+
+
+# ---- the steps -----------------------------------------------------------------------------------
+def pick(
+    spec: Mapping[str, Any],
+    generation: int,
+    tags: Mapping[str, str] | None = None,
+    train_here: bool = True,
+) -> dict[str, Any]:
+    """Opponents for `generation`'s learner, and the members its snapshot will play.
+
+    `train_here`: training runs on this machine, so a profile that needs CUDA must find it
+    (checked before the store is touched)."""
+    from c4core.league import members, pick_opponents
+
+    spec = resolve(spec)
+    _device(spec, training=train_here)
+    store, config = _store(spec, "cpu", tags)
+    opponents = pick_opponents(store, config, generation)
+    request = {"spec": spec, "generation": generation, "opponents": opponents}
+    return {
+        "spec": spec,
+        "generation": generation,
+        "opponents": opponents,
+        "members": members(store, generation - 1),
+        "request": json.dumps(request, sort_keys=True),
+    }
+
+
+def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Train (or reuse) the generation's snapshot, streaming metrics to its MLflow run."""
+    from c4core.league import snapshot_name, train_generation
+
+    if isinstance(request, str):
+        request = json.loads(request)
+    spec, g = resolve(request["spec"]), int(request["generation"])
+    device = _device(spec, training=True)
+    store, config = _store(spec, device, tags)
+    start = time.perf_counter()
+    reused = store.generation_run(g) is not None
+    train_generation(store, config, g, list(request["opponents"]), lambda i, m: store.log_iteration(g, i, m))
+    run = store.generation_run(g)
+    assert run is not None  # train_generation stored it
+    return {
+        "generation": g,
+        "member": snapshot_name(g),
+        "run_id": run.info.run_id,
+        "experiment_id": store.experiment_id,
+        "league_run_id": store.league_run_id,
+        "device": device,
+        "reused": reused,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def match(
+    spec: Mapping[str, Any], generation: int, opponent: str, tags: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Play (or reuse) the match of snapshot `generation` against `opponent`; its record."""
+    from c4core.league import play_league_match, snapshot_name
+
+    spec = resolve(spec)
+    store, config = _store(spec, _device(spec, training=False), tags)
+    result = play_league_match(store, config, snapshot_name(generation), opponent)
+    return result.to_record()
+
+
+def fit(spec: Mapping[str, Any], generation: int) -> dict[str, Any]:
+    """The joint Elo fit over every match among members up to `generation`."""
+    from c4core.elo import format_ladder
+    from c4core.league import champion, fit_ratings
+
+    spec = resolve(spec)
+    store, _ = _store(spec, "cpu", None)
+    elo = fit_ratings(_results_upto(store, generation))
+    if elo is None:
+        raise ValueError(f"league {spec['league']!r} has no match records up to generation {generation}")
+    return elo.to_json() | {
+        "generation": generation,
+        "champion": champion(elo),
+        "ladder": format_ladder(elo),
+    }
+
+
+def register(
+    spec: Mapping[str, Any],
+    generation: int,
+    opponents: Sequence[str] = (),
+    seconds: float = 0.0,
+    tags: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Register the snapshot, write Elo into every version, promote the champion, and mark the
+    generation finalized (`c4core.registry.after_generation`; a no-op once finalized). After the
+    league's last generation, also draw the final report onto the champion and finish the run."""
+    from c4core.league import GenerationReport, champion, fit_ratings, snapshot_name
+    from c4core.registry import after_generation, find_version, log_league_report
+
+    spec = resolve(spec)
+    store, config = _store(spec, "cpu", tags)
+    results = _results_upto(store, generation)
+    elo = fit_ratings(results)
+    if elo is None or store.generation_run(generation) is None:
+        raise ValueError(f"generation {generation} of league {spec['league']!r} has not been played")
+    member = snapshot_name(generation)
+    report = GenerationReport(
+        generation=generation,
+        opponents=list(opponents),
+        matches=[r for r in results if member in (r.a, r.b)],
+        fit=elo,
+        champion=champion(elo),
+        seconds=float(seconds),
+    )
+    champ = after_generation(store, report)
+    if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
+        log_league_report(store, champ)
+        store.set_league_status("FINISHED")
+    version = find_version(store, generation)
+    assert version is not None  # after_generation registered it
+    run = store.generation_run(generation)
+    return {
+        "generation": generation,
+        "member": member,
+        "model_name": version.name,
+        "version": int(version.version),
+        "run_id": run.info.run_id if run is not None else None,
+        "experiment_id": store.experiment_id,
+        "league_run_id": store.league_run_id,
+        "elo": round(elo.ratings[member], 1),
+        "champion": report.champion,
+        "champion_version": int(champ.version),
+    }
+
+
+def summary(spec: Mapping[str, Any]) -> str:
+    """The final ladder, the champion, its score against `tactical` and its registry version."""
+    from c4core.elo import format_ladder
+    from c4core.league import champion, fit_ratings
+    from c4core.registry import current_champion, find_version
+
+    spec = resolve(spec)
+    store, config = _store(spec, "cpu", None)
+    elo = fit_ratings(_results_upto(store, config.generations))
+    if elo is None:
+        raise ValueError(f"league {spec['league']!r} has no match records yet")
+    best = champion(elo)
+    lines = [format_ladder(elo), f"champion: {best} ({elo.ratings[best]:.0f} Elo)"]
+    for r in store.results():
+        if {r.a, r.b} == {best, "tactical"}:
+            t = r.total
+            win, loss = (t.win, t.loss) if r.a == best else (t.loss, t.win)
+            lines.append(
+                f"champion vs tactical: {win}/{t.games} wins ({win / t.games:.1%}), {t.draw} draws, "
+                f"{loss} losses"
+            )
+    version = find_version(store, int(best[3:]))
+    champ = current_champion(store.client, store.tracking.model_name)
+    if version is not None:
+        held = champ is not None and champ.version == version.version
+        alias = f"models:/{version.name}@champion = " if held else ""
+        lines.append(
+            f"registry: {alias}models:/{version.name}/{version.version} (stage {version.current_stage})"
+        )
+    return "\n".join(lines)
+
+
+# ---- command line (the trainer pod's entry point) ------------------------------------------------
+def _tags(items: Sequence[str]) -> dict[str, str]:
+    tags = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--tag expects KEY=VALUE, got {item!r}")
+        tags[key] = value
+    return tags
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m c4core.steps", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="step", required=True)
+    tr = sub.add_parser("train", help="train one generation (the trainer pod runs this)")
+    tr.add_argument("--request", required=True, help="JSON: spec, generation, opponents")
+    mt = sub.add_parser("match", help="play the new snapshot of a generation against one member")
+    mt.add_argument("--spec", required=True, help="JSON spec (the DAG's params)")
+    mt.add_argument("--generation", type=int, required=True)
+    mt.add_argument("--opponent", required=True)
+    sm = sub.add_parser("summary", help="print the final ladder and the champion")
+    sm.add_argument("--spec", required=True, help="JSON spec (the DAG's params)")
+    for s in (tr, mt):
+        s.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE", help="tag MLflow runs")
+        s.add_argument("--xcom", metavar="PATH", help=f"also write the result here (pods: {XCOM_RETURN})")
+    args = p.parse_args(argv)
+    try:
+        if args.step == "summary":
+            print(summary(json.loads(args.spec)))
+            return 0
+        if args.step == "train":
+            out = train(args.request, _tags(args.tag))
+        else:
+            out = match(json.loads(args.spec), args.generation, args.opponent, _tags(args.tag))
+    except ValueError as e:  # json.JSONDecodeError included
+        print(f"c4core.steps {args.step}: error: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(out, sort_keys=True)
+    if args.xcom:
+        path = Path(args.xcom)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)  # the sidecar never reads half a file
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""The Connect Four league as an Airflow DAG: one task group per generation.
+
+    generation_1                                               generation_2
+    pick_opponents >> train_generation >> play_match[*]  >>    pick_opponents >> ...
+                                          >> fit_elo >> register_and_promote
+
+- ``pick_opponents`` resolves the trigger form into a spec and picks the learner's opponents;
+  its ``members`` (every bot and earlier snapshot) feed the mapped ``play_match``.
+- ``train_generation`` trains the snapshot: in-process, or, with ``C4_EXECUTOR=kubernetes``, a
+  KubernetesPodOperator that runs ``python -m c4core.steps train`` on a GPU node and returns its
+  result through ``/airflow/xcom/return.json``. One entry point (`c4core.steps`), two launchers.
+- ``play_match`` is mapped over the members: one task per pairing.
+- ``fit_elo`` refits the ladder; ``register_and_promote`` registers the snapshot, writes Elo to
+  every version and moves the ``champion`` alias and the Production stage.
+
+The groups are built up to ``C4_MAX_GENERATIONS`` (default 20, the gpu profile's length) when the
+file parses; the generation count in the form takes effect at run time, because the groups past
+it skip. Every task is idempotent through the MLflow keys of `c4core.registry.MLflowStore`, so
+retries and reruns reuse finished snapshots, matches and versions.
+
+This file is wiring only: it imports neither torch nor mlflow (the steps import them when they
+run), and the Kubernetes provider only when ``C4_EXECUTOR=kubernetes``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
+
+DAG_ID = "connect4_league"
+EXECUTORS = ("in-process", "kubernetes")
+EXECUTOR = os.environ.get("C4_EXECUTOR", "in-process").strip() or "in-process"
+if EXECUTOR not in EXECUTORS:
+    raise ValueError(f"C4_EXECUTOR={EXECUTOR!r}: choose {' or '.join(EXECUTORS)}")
+MAX_GENERATIONS = int(os.environ.get("C4_MAX_GENERATIONS", "20"))
+
+# the Kubernetes side: where the trainer pod runs and where it finds MLflow
+TRAINER_IMAGE = os.environ.get("C4_TRAINER_IMAGE", "connect4-trainer:0.1.0")
+NAMESPACE = os.environ.get("C4_K8S_NAMESPACE", "connect4")
+MLFLOW_SECRET = os.environ.get("C4_MLFLOW_SECRET", "connect4-mlflow")
+SECRET_KEYS = ("MLFLOW_TRACKING_URI", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MLFLOW_S3_ENDPOINT_URL")
+GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}
+
+PARAMS = {
+    "league": Param(
+        "default",
+        type="string",
+        minLength=1,
+        maxLength=64,
+        pattern="^[A-Za-z0-9._-]+$",
+        title="League name",
+        description_md="Groups snapshots, matches and versions in MLflow. Letters, digits, `-`, `_`, `.`; "
+        "rerunning a league resumes it.",
+    ),
+    "profile": Param(
+        "cpu",
+        type="string",
+        enum=["smoke", "cpu", "gpu"],
+        title="Profile",
+        description_md="`smoke` (seconds, for tests), `cpu` (about 15 minutes on 2 cores) or `gpu` "
+        "(the reference sizing; trains on CUDA).",
+    ),
+    "generations": Param(
+        None,
+        type=["null", "integer"],
+        minimum=1,
+        maximum=MAX_GENERATIONS,
+        title="Generations",
+        description_md=f"Generations to run, 1 to {MAX_GENERATIONS} (empty: the profile's).",
+    ),
+    "iterations": Param(
+        None,
+        type=["null", "integer"],
+        minimum=1,
+        maximum=1000,
+        title="PPO iterations",
+        description_md="PPO iterations per generation, 1 to 1000 (empty: the profile's).",
+    ),
+    "games": Param(
+        None,
+        type=["null", "integer"],
+        minimum=2,
+        maximum=65536,
+        multipleOf=2,
+        title="Games per iteration",
+        description_md="Self-play games per PPO iteration: even, 2 to 65536 (empty: the profile's).",
+    ),
+    "match_games": Param(
+        None,
+        type=["null", "integer"],
+        minimum=2,
+        maximum=10000,
+        multipleOf=2,
+        title="Games per pairing",
+        description_md="Games each league match plays, both colours equally: even, 2 to 10000 "
+        "(empty: the profile's).",
+    ),
+    "executor": Param(
+        EXECUTOR,
+        type="string",
+        enum=[EXECUTOR],
+        title="Executor",
+        description_md=f"Where `train_generation` runs. This deployment: **{EXECUTOR}**. It is chosen "
+        "where the DAG is parsed: set `C4_EXECUTOR=kubernetes` on the scheduler and dag-processor to "
+        "train on GPU pods.",
+    ),
+}
+
+
+def _tags() -> dict[str, str]:
+    ti = get_current_context()["ti"]
+    return {"airflow.dag_id": ti.dag_id, "airflow.run_id": ti.run_id, "airflow.task_id": ti.task_id}
+
+
+@task.short_circuit
+def pick_opponents(generation: int) -> list[str]:
+    """Returns the members the new snapshot will play (the list `play_match` maps over: a mapped
+    task can only expand a return value); the spec, the learner's opponents and the trainer's
+    request go in XComs of their own name. Past the form's generation count it returns nothing,
+    which skips this group and every later one in one step."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from c4core import steps
+
+    context = get_current_context()
+    params = dict(context["params"])
+    try:
+        spec = steps.resolve(params)
+        if spec["generations"] > MAX_GENERATIONS:
+            raise ValueError(
+                f"profile {spec['profile']!r} runs {spec['generations']} generations and this DAG holds "
+                f"{MAX_GENERATIONS}: set generations, or raise C4_MAX_GENERATIONS"
+            )
+        if generation > spec["generations"]:
+            print(f"the league runs {spec['generations']} generation(s): skipping the rest")
+            return []
+        picked = steps.pick(spec, generation, _tags(), train_here=EXECUTOR == "in-process")
+    except ValueError as e:  # a bad setting: fail at once, as a retry would only repeat it
+        raise AirflowFailException(str(e)) from e
+    for key in ("spec", "opponents", "request"):
+        context["ti"].xcom_push(key=key, value=picked[key])
+    return picked["members"]
+
+
+@task(multiple_outputs=False)
+def train_generation(request: str) -> dict[str, Any]:
+    from c4core import steps
+
+    return steps.train(request, _tags())
+
+
+def train_pod(generation: int) -> Any:
+    """`train_generation` as a GPU pod running ``python -m c4core.steps train``."""
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+    from airflow.providers.cncf.kubernetes.secret import Secret
+    from kubernetes.client import models as k8s
+
+    pick = f"generation_{generation}.pick_opponents"
+    return KubernetesPodOperator(
+        task_id="train_generation",
+        name=f"c4-train-gen{generation}",
+        namespace=NAMESPACE,
+        image=TRAINER_IMAGE,
+        cmds=["python", "-m", "c4core.steps"],
+        arguments=[
+            "train",
+            "--request",
+            "{{ ti.xcom_pull(task_ids='" + pick + "', key='request') }}",
+            "--tag",
+            "airflow.dag_id={{ dag.dag_id }}",
+            "--tag",
+            "airflow.run_id={{ run_id }}",
+            "--tag",
+            "airflow.task_id={{ ti.task_id }}",
+            "--xcom",
+            "/airflow/xcom/return.json",
+        ],
+        env_vars={"MLFLOW_CONFIGURE_LOGGING": "false", "PYTHONUNBUFFERED": "1"},
+        secrets=[Secret("env", key, MLFLOW_SECRET, key) for key in SECRET_KEYS],
+        container_resources=k8s.V1ResourceRequirements(
+            requests={"cpu": "4", "memory": "16Gi"},
+            limits={"nvidia.com/gpu": "1", "memory": "32Gi"},
+        ),
+        node_selector=GPU_NODE_SELECTOR,
+        tolerations=[k8s.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
+        labels={"app.kubernetes.io/name": "connect4-trainer", "c4/generation": str(generation)},
+        do_xcom_push=True,
+        get_logs=True,
+        log_events_on_failure=True,
+        startup_timeout_seconds=900,  # a first pull of a CUDA image takes minutes
+        on_finish_action="delete_succeeded_pod",
+    )
+
+
+@task(multiple_outputs=False)
+def play_match(spec: dict[str, Any], generation: int, opponent: str) -> dict[str, Any]:
+    from c4core import steps
+
+    return steps.match(spec, generation, opponent, _tags())
+
+
+@task(multiple_outputs=False)
+def fit_elo(spec: dict[str, Any], generation: int, matches: Any) -> dict[str, Any]:
+    from c4core import steps
+
+    out = steps.fit(spec, generation)  # reads every record from MLflow, so a rerun fits the same
+    print(f"generation {generation}: {len(matches)} matches played\n{out['ladder']}")
+    return out
+
+
+@task(multiple_outputs=False)
+def register_and_promote(
+    spec: dict[str, Any], generation: int, opponents: list[str], trained: dict[str, Any], elo: dict[str, Any]
+) -> dict[str, Any]:
+    from c4core import steps
+
+    out = steps.register(spec, generation, opponents, trained.get("seconds", 0.0), _tags())
+    if out["champion"] != elo["champion"]:  # fit_elo and this refit read the same records
+        raise RuntimeError(f"the refit crowned {out['champion']}, fit_elo {elo['champion']}")
+    return out
+
+
+@dag(
+    dag_id=DAG_ID,
+    schedule=None,
+    start_date=datetime(2024, 1, 1),
+    catchup=False,
+    max_active_runs=1,  # two runs of one league would race for the same snapshots
+    params=PARAMS,
+    default_args={
+        "retries": 2,
+        "retry_delay": timedelta(seconds=30),
+        "retry_exponential_backoff": 2.0,  # 30 s, then 60 s
+    },
+    tags=["connect4", "league", "mlflow"],
+    doc_md=__doc__,
+)
+def connect4_league() -> None:
+    previous = None
+    for g in range(1, MAX_GENERATIONS + 1):
+        with TaskGroup(group_id=f"generation_{g}") as group:
+            picked = pick_opponents(g)
+            if EXECUTOR == "kubernetes":
+                trainer = train_pod(g)
+                picked >> trainer
+                trained = trainer.output
+            else:
+                trained = train_generation(picked["request"])
+            matches = play_match.partial(spec=picked["spec"], generation=g).expand(opponent=picked)
+            trained >> matches
+            elo = fit_elo(picked["spec"], g, matches)
+            register_and_promote(picked["spec"], g, picked["opponents"], trained, elo)
+        if previous is not None:
+            previous >> group
+        previous = group
+
+
+connect4_league()

@@ -1,0 +1,15 @@
+# The MLflow tracking server: Postgres for runs and the registry, S3 (MinIO here) for artifacts,
+# proxied, so clients need only the tracking URI. It runs the repo's mlflow/server-postgres-s3.sh.
+# Build from the repository root:  docker build -f docker/mlflow.Dockerfile -t connect4-mlflow:0.1.0 .
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY requirements.txt /opt/connect4/requirements.txt
+RUN pip install -c /opt/connect4/requirements.txt mlflow boto3 \
+    && pip install psycopg2-binary==2.9.10
+COPY mlflow /opt/connect4/mlflow
+RUN useradd --create-home --uid 50001 mlflow
+USER mlflow
+ENV HOST=0.0.0.0 PORT=5000 MLFLOW=mlflow
+EXPOSE 5000
+CMD ["bash", "/opt/connect4/mlflow/server-postgres-s3.sh"]

@@ -1,0 +1,26 @@
+# The trainer image: CUDA torch plus c4core. The DAG's KubernetesPodOperator runs
+#   python -m c4core.steps train --request '{...}' --xcom /airflow/xcom/return.json
+# in it, on a node with an NVIDIA GPU (the NVIDIA container toolkit supplies the driver).
+# Build from the repository root:  docker build -f docker/trainer.Dockerfile -t connect4-trainer:0.1.0 .
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    MLFLOW_CONFIGURE_LOGGING=false \
+    MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
+
+WORKDIR /opt/connect4
+COPY requirements.txt pyproject.toml README.md ./
+# PyPI's Linux torch wheel is the CUDA build (its CUDA runtime comes as nvidia-* wheels); the
+# lock file pins every version the league was tested with
+RUN pip install -c requirements.txt torch numpy numba scipy tqdm mlflow boto3
+COPY c4core ./c4core
+RUN pip install --no-deps . \
+    && python -c "import c4core.steps, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+
+RUN useradd --create-home --uid 50000 connect4
+USER connect4
+ENTRYPOINT []
+CMD ["python", "-m", "c4core.steps", "--help"]

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `make up`: the league's services as local processes, without Docker (compose.yaml is the
+# containerised version). All on 127.0.0.1:
+#   Airflow standalone (api-server + UI, scheduler, dag-processor, triggerer)   :AIRFLOW_PORT (8080)
+#   the MLflow UI on the embedded store (<repo>/mlruns/mlflow.db, or
+#   $MLFLOW_TRACKING_URI when that is another sqlite:/// file)                  :MLFLOW_PORT  (5000)
+#   the play page, `c4 serve-app`, when this checkout has it                    :APP_PORT     (8000)
+# Airflow's metadata DB lives in AIRFLOW_HOME (default <repo>/.airflow), apart from MLflow's.
+# Ctrl-C stops all three. Airflow's own log servers (8793, 8794) listen on every interface: Airflow
+# 3.3 hard-codes that, and they serve only requests signed with this instance's secret.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${VENV:-$repo/.venv}"
+export PATH="$venv/bin:$PATH"
+export AIRFLOW_HOME="${AIRFLOW_HOME:-$repo/.airflow}"
+export AIRFLOW__CORE__DAGS_FOLDER="$repo/dags"
+export AIRFLOW__CORE__PLUGINS_FOLDER="$repo/plugins"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+export AIRFLOW__API__HOST=127.0.0.1
+export AIRFLOW__API__PORT="${AIRFLOW_PORT:-8080}"
+export AIRFLOW__API__BASE_URL="http://127.0.0.1:$AIRFLOW__API__PORT"
+export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$AIRFLOW__API__PORT/execution/"
+export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="${AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL:-30}"
+export MLFLOW_TRACKING_URI="${MLFLOW_TRACKING_URI:-sqlite:///$repo/mlruns/mlflow.db}"
+export MLFLOW_CONFIGURE_LOGGING=false MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
+if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then
+    export C4_MLFLOW_UI_URL="http://127.0.0.1:${MLFLOW_PORT:-5000}"  # started below
+else
+    export C4_MLFLOW_UI_URL="$MLFLOW_TRACKING_URI"  # a tracking server is its own UI
+fi
+mkdir -p "$AIRFLOW_HOME" "$repo/mlruns"
+logs="$AIRFLOW_HOME/up-logs"
+mkdir -p "$logs"
+
+pids=()
+stop() {  # each service is its own process group: TERM them, and KILL what is left after 20 s
+    trap - INT TERM EXIT
+    for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for _ in $(seq 20); do
+        local alive=0
+        for pid in "${pids[@]}"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+        ((alive)) || return 0
+        sleep 1
+    done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+trap stop INT TERM EXIT
+
+setsid airflow standalone >"$logs/airflow.log" 2>&1 &
+pids+=($!)
+if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then
+    # the UI on the same embedded store the DAG writes to
+    setsid mlflow ui --backend-store-uri "$MLFLOW_TRACKING_URI" --host 127.0.0.1 \
+        --port "${MLFLOW_PORT:-5000}" --workers 1 >"$logs/mlflow.log" 2>&1 &
+    pids+=($!)
+fi
+app=""
+if c4 serve-app --help >/dev/null 2>&1; then
+    setsid c4 serve-app --host 127.0.0.1 --port "${APP_PORT:-8000}" >"$logs/app.log" 2>&1 &
+    pids+=($!)
+    app="http://127.0.0.1:${APP_PORT:-8000}"
+fi
+
+passwords="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
+for _ in $(seq 180); do [[ -s "$passwords" ]] && break; sleep 1; done
+password="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin"])' "$passwords" 2>/dev/null || echo "see $passwords")"
+cat <<MSG
+
+  Airflow   http://127.0.0.1:$AIRFLOW__API__PORT   user admin, password $password
+            (the DAG connect4_league: Trigger, fill in the form; logs in $logs/airflow.log)
+  MLflow    $C4_MLFLOW_UI_URL   no login (store $MLFLOW_TRACKING_URI)
+  Play      ${app:-not in this checkout (c4 serve-app is missing)}   no login
+
+  Ctrl-C stops all three.
+MSG
+wait -n "${pids[@]}"
+echo "a service exited; stopping the others (logs in $logs)" >&2

@@ -1,0 +1,103 @@
+"""Links from the league DAG's tasks to MLflow: the generation's run, its model version, the champion.
+
+Every task of a ``generation_<g>`` group of the ``connect4_league`` DAG gets three extra links
+(the buttons on a task instance's page):
+
+- **MLflow run**: the generation's run, from ``train_generation``'s result.
+- **Model version**: the snapshot's registered version, from ``register_and_promote``'s result.
+- **Champion**: the version that held the ``champion`` alias once that generation finished.
+
+They are *global* links, computed by the API server when the page asks: each reads the XCom
+results of its own group, so a link appears as soon as the task that knows it has finished and
+stays empty before that, or on any other DAG. The MLflow UI refuses to be framed, so these are
+plain links out, to ``$C4_MLFLOW_UI_URL`` (default ``http://127.0.0.1:5000``, what ``make up``
+starts). The plugin also puts an "MLflow" entry in Airflow's navigation bar.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from airflow.plugins_manager import AirflowPlugin
+from airflow.sdk import BaseOperatorLink
+
+DAG_ID = "connect4_league"
+
+
+def mlflow_ui() -> str:
+    return os.environ.get("C4_MLFLOW_UI_URL", "http://127.0.0.1:5000").rstrip("/")
+
+
+def group_result(ti_key: Any, step: str) -> dict[str, Any] | None:
+    """The return value of `step` in the same generation group as the task of `ti_key`."""
+    if ti_key.dag_id != DAG_ID:
+        return None
+    group = ti_key.task_id.split(".", 1)[0]
+    if not group.startswith("generation_"):
+        return None
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.execute(
+            XComModel.get_many(
+                key="return_value",
+                run_id=ti_key.run_id,
+                dag_ids=ti_key.dag_id,
+                task_ids=f"{group}.{step}",
+                map_indexes=-1,
+            ).with_only_columns(XComModel.value)
+        ).first()
+    if row is None:
+        return None
+    value = row.value
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+class MLflowRunLink(BaseOperatorLink):
+    """The generation's MLflow run (params, per-iteration metrics, checkpoint, model)."""
+
+    name = "MLflow run"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        out = group_result(ti_key, "train_generation")
+        if not out or not out.get("run_id"):
+            return ""
+        return f"{mlflow_ui()}/#/experiments/{out['experiment_id']}/runs/{out['run_id']}"
+
+
+class ModelVersionLink(BaseOperatorLink):
+    """The snapshot's version of the registered model (tags: elo, elo_ci95, win_vs_tactical)."""
+
+    name = "Model version"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        out = group_result(ti_key, "register_and_promote")
+        if not out:
+            return ""
+        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['version']}"
+
+
+class ChampionLink(BaseOperatorLink):
+    """The champion (alias ``champion``, stage Production) once the generation was promoted."""
+
+    name = "Champion"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        out = group_result(ti_key, "register_and_promote")
+        if not out:
+            return ""
+        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['champion_version']}"
+
+
+class Connect4LinksPlugin(AirflowPlugin):
+    name = "connect4_links"
+    global_operator_extra_links = [MLflowRunLink(), ModelVersionLink(), ChampionLink()]
+    external_views = [{"name": "MLflow", "href": mlflow_ui(), "destination": "nav", "category": "connect4"}]

@@ -1,0 +1,326 @@
+"""The play page in a real headless Chromium (Debian's ``chromium`` + ``chromium-driver``).
+
+Selenium drives the system browser through /usr/bin/chromedriver, passed explicitly, with
+selenium-manager kept offline, so nothing is ever downloaded. The app runs on a real port with a
+tiny registered champion (see test_app.py). The tests play whole games by clicking and by the
+keyboard, and check every stone, that the champion only answers legal moves, the banner and the
+highlighted four. Screenshots go to ``test-artifacts/`` (gitignored); with
+``C4_SCREENSHOTS=docs`` the ones the README shows are also written to ``docs/img/``.
+
+Without the browser these tests skip, unless ``C4_REQUIRE_BROWSER=1`` (set by ``.ci/run``, which
+installs it) turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from test_app import ServerThread, blank_store, publish
+
+from c4core.app import ChampionSource, create_app
+from c4core.bots import TacticalBot
+from c4core.game import Position
+from c4core.registry import Tracking
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "test-artifacts"
+DOCS_IMG = REPO / "docs" / "img"
+
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    if os.environ.get("C4_REQUIRE_BROWSER") == "1":
+        raise RuntimeError("C4_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
+    pytest.skip(
+        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from mlflow.tracking import MlflowClient
+
+    blank = tmp_path_factory.mktemp("blank") / "mlflow.db"
+    MlflowClient(f"sqlite:///{blank}").search_experiments()
+    tracking: Tracking = blank_store(blank, tmp_path_factory.mktemp("store"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        publish(tracking, 1, seed=0, elo=312.0, league="browser")
+        with ServerThread(create_app(ChampionSource(tracking, refresh_s=2))) as server:
+            yield server.url
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    os.environ["SE_OFFLINE"] = "true"  # selenium-manager may never fetch a driver or a browser
+    profile = tempfile.mkdtemp(prefix="c4-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_window_size(640, 1160)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver: webdriver.Chrome, name: str, docs: bool = False) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    if docs and os.environ.get("C4_SCREENSHOTS") == "docs":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOCS_IMG / path.name)
+    return path
+
+
+# ---- reading the page ----------------------------------------------------------------------------
+def board(driver):
+    return driver.find_element(By.ID, "board")
+
+
+def moves_of(driver) -> str:
+    return board(driver).get_attribute("data-moves")
+
+
+def state_of(driver) -> str:
+    return board(driver).get_attribute("data-state")
+
+
+def stone_at(driver, row: int, col: int) -> str | None:
+    """'p1', 'p2' or None for the cell at (row from the top, col)."""
+    cell = driver.find_element(By.CSS_SELECTOR, f'.cell[data-row="{row}"][data-col="{col}"]')
+    stones = cell.find_elements(By.CSS_SELECTOR, ".stone")
+    if not stones:
+        return None
+    classes = stones[0].get_attribute("class").split()
+    return "p1" if "p1" in classes else "p2"
+
+
+def wait_settled(driver, timeout: float = 20) -> str:
+    """Wait until it is the human's turn or the game is over; returns the state."""
+    WebDriverWait(driver, timeout).until(lambda d: state_of(d) in ("your-turn", "over", "error"))
+    state = state_of(driver)
+    assert state != "error", driver.find_element(By.ID, "status").text
+    return state
+
+
+def landing_row(moves: str, col: int) -> int:
+    """Row (from the top) where a stone dropped in `col` lands after `moves`."""
+    return 5 - moves.count(str(col + 1))
+
+
+def check_board(driver, moves: str) -> None:
+    """Every cell of the page shows exactly the stones `moves` put there."""
+    expected = Position.from_moves(moves).board()
+    cells = driver.execute_script(
+        "return [...document.querySelectorAll('.cell')].map(c => [+c.dataset.row, +c.dataset.col,"
+        " c.querySelector('.stone.p1') ? 1 : c.querySelector('.stone.p2') ? 2 : 0]);"
+    )
+    assert len(cells) == 42
+    for r, c, v in cells:
+        assert expected[r][c] == v, f"cell {r},{c} after {moves}"
+
+
+def play_game(driver, human: int, by_keyboard: bool = False, seed: int = 0) -> str:
+    """Play to the end as `human` (1 or 2), choosing moves with the tactical bot; returns the moves.
+
+    After every move: the human's stone lies where it fell, the champion's answer is a legal move
+    whose stone lies where it fell, and the whole board matches the move list.
+    """
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    gen = torch.Generator().manual_seed(seed)
+    bot = TacticalBot()
+    champion = 3 - human
+    while wait_settled(driver) == "your-turn":
+        moves = moves_of(driver)
+        pos = Position.from_moves(moves)
+        assert pos.to_move == human
+        col = bot.act_position(pos, gen)
+        row = landing_row(moves, col)
+        if by_keyboard:
+            ActionChains(driver).send_keys(str(col + 1)).perform()
+        else:
+            driver.find_element(By.CSS_SELECTOR, f'.col[data-col="{col}"]').click()
+        want = moves + str(col + 1)
+        WebDriverWait(driver, 10).until(lambda d, want=want: moves_of(d).startswith(want))
+        assert stone_at(driver, row, col) == f"p{human}"
+        state = wait_settled(driver)
+        after = moves_of(driver)
+        if state == "over" and len(after) == len(moves) + 1:
+            break  # your move ended the game
+        assert len(after) == len(moves) + 2, after
+        reply = int(after[-1]) - 1
+        before_reply = Position.from_moves(moves + str(col + 1))
+        assert reply in before_reply.legal_moves(), f"the champion answered an illegal column {reply + 1}"
+        assert stone_at(driver, landing_row(after[:-1], reply), reply) == f"p{champion}"
+        check_board(driver, after)
+    final = moves_of(driver)
+    check_board(driver, final)
+    return final
+
+
+def check_result(driver, moves: str, human: int) -> str:
+    """The banner names the result and, after a win, exactly the winning stones glow."""
+    pos = Position.from_moves(moves)
+    assert pos.is_terminal
+    banner = driver.find_element(By.ID, "banner")
+    WebDriverWait(driver, 5).until(lambda d: banner.is_displayed())
+    text = driver.find_element(By.ID, "banner-text").text
+    glowing = driver.execute_script(
+        "return [...document.querySelectorAll('.stone.win')].map(s => "
+        "[+s.parentElement.dataset.row, +s.parentElement.dataset.col]);"
+    )
+    if not pos.won:
+        assert text == "It's a draw." and glowing == []
+        return "draw"
+    winner = 3 - pos.to_move
+    assert text == ("You win!" if winner == human else "The champion wins.")
+    assert len(glowing) >= 4
+    grid = pos.board()
+    assert all(grid[r][c] == winner for r, c in glowing)
+    cells = {tuple(x) for x in glowing}
+    in_line = any(
+        all((r + k * dr, c + k * dc) in cells for k in range(4))
+        for r, c in cells
+        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1))
+    )
+    assert in_line, f"the glowing stones {sorted(cells)} hold no four in a row"
+    return "won" if winner == human else "lost"
+
+
+def new_game(driver, first: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f'input[name="first"][value="{first}"]').click()
+    driver.find_element(By.ID, "new-game").click()
+
+
+# ---- the tests -----------------------------------------------------------------------------------
+def test_a_whole_game_by_clicking(site: str, browser) -> None:
+    browser.get(site)
+    WebDriverWait(browser, 20).until(
+        lambda d: d.find_element(By.ID, "champ-name").text.startswith("connect4/1")
+    )
+    assert browser.find_element(By.ID, "champ-gen").text == "1"
+    assert browser.find_element(By.ID, "champ-elo").text == "312"
+    assert browser.find_element(By.ID, "champ-promoted").text not in ("", "–")
+    assert wait_settled(browser) == "your-turn" and moves_of(browser) == ""
+
+    # a few moves in: the probabilities and the gauge show the champion's view
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        moves = moves_of(browser)
+        col = TacticalBot().act_position(Position.from_moves(moves), gen)
+        browser.find_element(By.CSS_SELECTOR, f'.col[data-col="{col}"]').click()
+        assert wait_settled(browser) == "your-turn"
+    pcts = [p.text for p in browser.find_elements(By.CSS_SELECTOR, "#probs .prob .pct")]
+    assert len(pcts) == 7 and all(p.endswith("%") for p in pcts)
+    assert 95 <= sum(int(p[:-1]) for p in pcts) <= 105
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#probs .prob.chosen")) == 1
+    value = float(browser.find_element(By.ID, "gauge").get_attribute("data-value"))
+    assert -1 <= value <= 1 and "value" in browser.find_element(By.ID, "gauge-text").text
+    time.sleep(0.5)  # let the last stone land
+    screenshot(browser, "play", docs=True)
+
+    moves = play_game(browser, human=1)
+    assert check_result(browser, moves, human=1) in ("won", "lost")  # this seeded game has a winner
+    screenshot(browser, "play-over", docs=True)
+
+
+def test_the_champion_moves_first_and_keys_1_to_7_play(site: str, browser) -> None:
+    browser.get(site)
+    wait_settled(browser)
+    new_game(browser, "champion")
+    assert wait_settled(browser) == "your-turn"
+    first = moves_of(browser)
+    assert len(first) == 1 and board(browser).get_attribute("data-human") == "2"
+    assert stone_at(browser, 5, int(first) - 1) == "p1"  # the champion's red stone, on the bottom row
+    moves = play_game(browser, human=2, by_keyboard=True, seed=1)
+    check_result(browser, moves, human=2)
+    screenshot(browser, "play-champion-first")
+
+
+def test_undo_takes_back_your_move_and_the_answer_and_new_game_clears(site: str, browser) -> None:
+    browser.get(site)
+    wait_settled(browser)
+    new_game(browser, "you")
+    wait_settled(browser)
+    undo = browser.find_element(By.ID, "undo")
+    assert not undo.is_enabled()
+    for col in (3, 3):
+        browser.find_element(By.CSS_SELECTOR, f'.col[data-col="{col}"]').click()
+        wait_settled(browser)
+    assert len(moves_of(browser)) == 4
+    undo.click()
+    assert moves_of(browser) == moves_of(browser)[:2] and len(moves_of(browser)) == 2
+    check_board(browser, moves_of(browser))
+    browser.find_element(By.TAG_NAME, "body").send_keys("u")
+    assert moves_of(browser) == "" and not undo.is_enabled()
+    browser.find_element(By.CSS_SELECTOR, '.col[data-col="0"]').click()
+    wait_settled(browser)
+    browser.find_element(By.ID, "new-game").click()
+    assert wait_settled(browser) == "your-turn" and moves_of(browser) == ""
+    check_board(browser, "")
+
+
+def test_search_strength_answers_too(site: str, browser) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(site)
+    wait_settled(browser)
+    Select(browser.find_element(By.ID, "strength")).select_by_value("64")
+    browser.find_element(By.CSS_SELECTOR, '.col[data-col="3"]').click()
+    assert wait_settled(browser) == "your-turn" and len(moves_of(browser)) == 2
+    assert "after 64 simulations" in browser.find_element(By.ID, "gauge-text").text
+
+
+def test_the_page_fits_a_phone(site: str, browser) -> None:
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(site)
+        wait_settled(browser)
+        browser.find_element(By.CSS_SELECTOR, '.col[data-col="3"]').click()
+        wait_settled(browser)
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        scroll = browser.execute_script("return document.documentElement.scrollWidth")
+        assert scroll <= width, "the page scrolls sideways on a phone"
+        rect = browser.execute_script(
+            "return document.getElementById('board').getBoundingClientRect().toJSON()"
+        )
+        assert rect["left"] >= 0 and rect["right"] <= width and rect["width"] > 300
+        for col in browser.find_elements(By.CSS_SELECTOR, ".col"):
+            assert col.size["width"] >= 40  # big enough to tap
+        time.sleep(0.5)
+        screenshot(browser, "play-phone", docs=True)
+    finally:
+        browser.set_window_size(640, 1160)

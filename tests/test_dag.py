@@ -1,0 +1,576 @@
+"""The Airflow DAG (``dags/connect4_league.py``), its links plugin and `c4core.steps`.
+
+Airflow reads its configuration once, on first import, so this module points ``AIRFLOW_HOME``
+at a fresh temporary folder before anything imports Airflow (nothing else in the suite does),
+and every MLflow store is a temporary SQLite file: the tests never touch ``~/airflow``, the
+repo's ``.airflow/`` or ``mlruns/``.
+
+- Parsing runs in a subprocess, so the check that the DAG file imports neither torch nor mlflow
+  (and its parse time) is not muddied by what the test process has already imported.
+- One ``dag.test()`` run of a 2-generation smoke league is shared by the in-process tests.
+- The pod test builds the trainer's pod with ``build_pod_request_obj(dry_run=True)``: no cluster.
+- Bad params are tried through ``airflow dags test -c`` and through the REST API.
+- The end-to-end test starts ``airflow standalone`` on 127.0.0.1, triggers a run over REST and
+  waits for it, as a user of the UI would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+DAG_ID = "connect4_league"
+STEPS = ("pick_opponents", "train_generation", "play_match", "fit_elo", "register_and_promote")
+SMOKE_CONF = {"league": "dagtest", "profile": "smoke", "generations": 2}
+
+
+def airflow_env(home: Path) -> dict[str, str]:
+    """The environment of an Airflow with its own home and SQLite DB, examples off."""
+    return {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "MLFLOW_CONFIGURE_LOGGING": "false",
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+        "C4_TORCH_THREADS": "1",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+# before any `import airflow` in this process (see the module docstring)
+HOME = Path(tempfile.mkdtemp(prefix="c4-airflow-"))
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
+os.environ.update(airflow_env(HOME))
+os.environ.pop("C4_EXECUTOR", None)
+
+
+def run(
+    cmd: list[str], env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    full = os.environ | (env or {})
+    return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def migrated() -> Path:
+    """This module's Airflow metadata DB, migrated (SQLite under the temporary home)."""
+    proc = run([str(BIN / "airflow"), "db", "migrate"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return HOME
+
+
+def load_dag(executor: str = "in-process") -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    with pytest.MonkeyPatch.context() as mp:
+        if executor == "kubernetes":
+            mp.setenv("C4_EXECUTOR", "kubernetes")
+        bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    return bag.dags[DAG_ID]
+
+
+# ---- parsing -------------------------------------------------------------------------------------
+PARSE = """
+import json, sys, time
+from airflow.dag_processing.dagbag import DagBag
+cpu = time.process_time()
+bag = DagBag(dag_folder=sys.argv[1])
+cpu = time.process_time() - cpu
+dag = bag.dags.get("connect4_league")
+print(json.dumps({
+    "errors": {k: v[-500:] for k, v in bag.import_errors.items()},
+    "seconds": max(s.duration.total_seconds() for s in bag.dagbag_stats),
+    "cpu_seconds": cpu,
+    "heavy": sorted({m.split(".")[0] for m in sys.modules} & {"torch", "mlflow", "kubernetes"}),
+    "tasks": len(dag.tasks) if dag else 0,
+}))
+"""
+
+
+@pytest.mark.parametrize("executor", ["in-process", "kubernetes"])
+def test_the_dagbag_loads_without_errors_fast_and_without_heavy_imports(executor: str) -> None:
+    proc = run([sys.executable, "-c", PARSE, str(REPO / "dags")], {"C4_EXECUTOR": executor})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["errors"] == {}
+    assert out["tasks"] == 20 * len(STEPS)
+    assert "torch" not in out["heavy"] and "mlflow" not in out["heavy"]
+    # the budget is on CPU time: Airflow's own stat is wall time, which a busy shared machine
+    # (and this test's `nice`) can stretch many times over
+    if executor == "in-process":
+        assert "kubernetes" not in out["heavy"]  # the provider loads only for pods
+        assert out["cpu_seconds"] < 1.0, out
+    else:
+        # the first import of the Kubernetes provider alone takes about a second; the budget is
+        # checked in-process below, with the provider loaded as in a long-lived dag-processor
+        assert out["cpu_seconds"] < 5.0, out
+
+
+def test_kubernetes_parse_is_fast_once_the_provider_is_loaded() -> None:
+    import airflow.providers.cncf.kubernetes.operators.pod  # noqa: F401  (what a dag-processor holds)
+    from airflow.dag_processing.dagbag import DagBag
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("C4_EXECUTOR", "kubernetes")
+        cpu = time.process_time()
+        bag = DagBag(dag_folder=str(REPO / "dags"))
+        cpu = time.process_time() - cpu
+    assert bag.import_errors == {}
+    assert cpu < 1.0
+
+
+def test_each_generation_is_a_task_group_of_five_steps_in_order() -> None:
+    dag = load_dag()
+    edges = [(a, b) for a, b in zip(STEPS, STEPS[1:], strict=False)]
+    edges += [("pick_opponents", "play_match"), ("train_generation", "register_and_promote")]
+    for g in (1, 2, 20):
+        for before, after in edges:
+            downstream = dag.get_task(f"generation_{g}.{before}").downstream_task_ids
+            assert f"generation_{g}.{after}" in downstream, (g, before, after)
+        if g > 1:  # generations run one after another
+            prev = dag.get_task(f"generation_{g - 1}.register_and_promote")
+            assert prev.downstream_task_ids == {f"generation_{g}.pick_opponents"}
+    assert {t.task_group.group_id for t in dag.tasks} == {f"generation_{g}" for g in range(1, 21)}
+    match = dag.get_task("generation_1.play_match")
+    assert type(match).__name__.endswith("MappedOperator")  # dynamic task mapping over the members
+    assert dag.default_args["retries"] >= 1
+    assert all(t.retries >= 1 for t in dag.tasks)
+    assert dag.max_active_runs == 1 and dag.schedule is None and not dag.catchup
+
+
+def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
+    from airflow.sdk.definitions.param import ParamsDict
+    from airflow.sdk.exceptions import ParamValidationError
+
+    dag = load_dag()
+    expected = {"league", "generations", "iterations", "games", "match_games", "profile", "executor"}
+    assert set(dag.params) == expected
+    for name in expected:
+        schema = dag.params.get_param(name).schema
+        assert schema.get("title") and schema.get("description_md"), name
+    assert dag.params.get_param("profile").schema["enum"] == ["smoke", "cpu", "gpu"]
+    assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
+    good = {"league": "a-b.c_1", "generations": 20, "iterations": 3, "games": 64, "match_games": 2}
+    bad = {
+        "generations": 21,
+        "iterations": 0,
+        "games": 33,
+        "match_games": -2,
+        "league": "a b",
+        "profile": "tpu",
+    }
+    for key, value in list(good.items()) + list(bad.items()):
+        params = ParamsDict({k: dag.params.get_param(k) for k in dag.params})
+        if key in good and good[key] == value:
+            params[key] = value
+            continue
+        with pytest.raises(ParamValidationError, match=f"Invalid input for param {key}"):
+            params[key] = value
+
+
+# ---- the trainer pod -----------------------------------------------------------------------------
+def test_train_generation_is_a_gpu_pod_with_secrets_and_an_xcom_sidecar() -> None:
+    dag = load_dag("kubernetes")
+    op = dag.get_task("generation_2.train_generation")
+    assert type(op).__name__ == "KubernetesPodOperator"
+    assert op.upstream_task_ids == {"generation_2.pick_opponents"}
+    assert "generation_2.play_match" in op.downstream_task_ids
+    pod = op.build_pod_request_obj(dry_run=True)
+    base = next(c for c in pod.spec.containers if c.name == "base")
+    assert base.image == "connect4-trainer:0.1.0"
+    assert base.command == ["python", "-m", "c4core.steps"]
+    args = base.args
+    assert args[0] == "train" and args[args.index("--xcom") + 1] == "/airflow/xcom/return.json"
+    request = args[args.index("--request") + 1]
+    assert "generation_2.pick_opponents" in request and "key='request'" in request
+    assert "airflow.run_id={{ run_id }}" in args
+    assert base.resources.limits["nvidia.com/gpu"] == "1"
+    assert pod.spec.node_selector == {"nvidia.com/gpu.present": "true"}
+    (tol,) = pod.spec.tolerations
+    assert (tol.key, tol.operator, tol.effect) == ("nvidia.com/gpu", "Exists", "NoSchedule")
+    env = {e.name: e for e in base.env}
+    assert env["MLFLOW_CONFIGURE_LOGGING"].value == "false"
+    for key in (
+        "MLFLOW_TRACKING_URI",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "MLFLOW_S3_ENDPOINT_URL",
+    ):
+        ref = env[key].value_from.secret_key_ref
+        assert (ref.name, ref.key) == ("connect4-mlflow", key)
+        assert env[key].value is None  # never a literal credential in the pod spec
+    sidecar = next(c for c in pod.spec.containers if c.name == "airflow-xcom-sidecar")
+    assert any(m.mount_path == "/airflow/xcom" for m in sidecar.volume_mounts)
+    assert any(m.mount_path == "/airflow/xcom" for m in base.volume_mounts)
+    # the same module and function the in-process launcher calls
+    from c4core import steps
+
+    assert steps.XCOM_RETURN == "/airflow/xcom/return.json"
+
+
+def test_the_pod_entry_point_writes_its_result_where_the_sidecar_reads(tmp_path: Path) -> None:
+    spec = {"league": "pod", "profile": "smoke", "generations": 1}
+    request = json.dumps({"spec": spec, "generation": 1, "opponents": ["random", "tactical", "self"]})
+    xcom = tmp_path / "airflow" / "xcom" / "return.json"
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    cmd = [sys.executable, "-m", "c4core.steps", "train", "--request", request, "--xcom", str(xcom)]
+    proc = run(cmd + ["--tag", "airflow.task_id=generation_1.train_generation"], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(xcom.read_text())
+    assert out == json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["generation"] == 1 and out["member"] == "gen1" and out["run_id"] and not out["reused"]
+    bad = run([sys.executable, "-m", "c4core.steps", "train", "--request", "{"], env)
+    assert bad.returncode == 2 and "error" in bad.stderr
+
+
+# ---- the steps ----------------------------------------------------------------------------------
+def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
+    from c4core import steps
+
+    spec = steps.resolve({"league": "x", "profile": "smoke", "executor": "in-process"})
+    assert spec == {
+        "league": "x",
+        "profile": "smoke",
+        "generations": 2,
+        "iterations": None,
+        "games": None,
+        "match_games": None,
+    }
+    assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
+    with pytest.raises(ValueError, match="unknown profile"):
+        steps.resolve({"profile": "tpu"})
+    with pytest.raises(ValueError, match="match_games"):
+        steps.resolve({"profile": "smoke", "match_games": 3})
+    with pytest.raises(ValueError, match="unknown league settings: colour"):
+        steps.resolve({"colour": "red"})
+
+
+def test_gpu_training_without_cuda_fails_before_mlflow_is_touched(tmp_path: Path) -> None:
+    import torch
+
+    from c4core import steps
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    db = tmp_path / "mlflow.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+        with pytest.raises(ValueError, match="C4_EXECUTOR=kubernetes"):
+            steps.pick({"league": "g", "profile": "gpu"}, 1)
+    assert not db.exists()
+
+
+# ---- one dag.test() run --------------------------------------------------------------------------
+class LeagueRun:
+    def __init__(self, state: str, run_id: str, tis: dict[tuple[str, int], str], tracking_uri: str):
+        self.state, self.run_id, self.tis, self.tracking_uri = state, run_id, tis, tracking_uri
+
+    def client(self) -> Any:
+        from mlflow.tracking import MlflowClient
+
+        return MlflowClient(self.tracking_uri)
+
+
+@pytest.fixture(scope="module")
+def league_run(migrated: Path, tmp_path_factory: pytest.TempPathFactory) -> LeagueRun:
+    import torch
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    dag = load_dag()
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        try:
+            dr = dag.test(run_conf=SMOKE_CONF)
+        finally:
+            torch.set_num_threads(threads)
+    with create_session() as session:
+        rows = session.query(TaskInstance).filter(TaskInstance.run_id == dr.run_id).all()
+        tis = {(t.task_id, t.map_index): state_text(t.state) for t in rows}
+    return LeagueRun(state_text(dr.state), dr.run_id, tis, uri)
+
+
+def state_text(state: Any) -> str:
+    """A state enum (or its string, or None) as its plain value."""
+    return str(getattr(state, "value", state))
+
+
+def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(league_run: LeagueRun) -> None:
+    assert league_run.state == "success"
+    for g in (1, 2):
+        for step in ("pick_opponents", "train_generation", "fit_elo", "register_and_promote"):
+            assert league_run.tis[(f"generation_{g}.{step}", -1)] == "success", (g, step)
+    # mapped: gen1 plays the two bots, gen2 plays them and gen1
+    played = {
+        g: sorted(i for (t, i), s in league_run.tis.items() if t == f"generation_{g}.play_match")
+        for g in (1, 2)
+    }
+    assert played == {1: [0, 1], 2: [0, 1, 2]}
+    assert all(league_run.tis[("generation_2.play_match", i)] == "success" for i in played[2])
+    for g in range(3, 21):
+        assert league_run.tis[(f"generation_{g}.register_and_promote", -1)] == "skipped"
+    # the group past the length decides, and skips itself and every later group
+    assert league_run.tis[("generation_3.pick_opponents", -1)] == "success"
+    assert league_run.tis[("generation_3.train_generation", -1)] == "skipped"
+
+
+def test_mlflow_holds_the_versions_the_champion_and_the_elo_tags(league_run: LeagueRun) -> None:
+    client = league_run.client()
+    versions = client.search_model_versions("name = 'connect4' and tags.league = 'dagtest'")
+    assert sorted(int(v.tags["generation"]) for v in versions) == [1, 2]
+    champ = client.get_model_version_by_alias("connect4", "champion")
+    assert champ.current_stage == "Production" and champ.tags["league"] == "dagtest"
+    assert [v.version for v in versions if v.current_stage == "Production"] == [champ.version]
+    elo = {int(v.tags["generation"]): float(v.tags["elo"]) for v in versions}
+    assert float(champ.tags["elo"]) == max(elo.values())
+    for v in versions:
+        lo, hi = json.loads(v.tags["elo_ci95"])
+        assert lo <= float(v.tags["elo"]) <= hi
+    exp = client.get_experiment_by_name("connect4-league")
+    matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'dagtest'")
+    assert len(matches) == 5  # one run per mapped task
+    gens = client.search_runs(
+        [exp.experiment_id], "tags.`c4.kind` = 'generation' and tags.league = 'dagtest'"
+    )
+    assert {r.data.tags["c4.finalized"] for r in gens} == {"true"}
+    tags = {r.data.tags["airflow.task_id"] for r in gens}
+    assert tags == {"generation_1.train_generation", "generation_2.train_generation"}
+    assert {r.data.tags["airflow.run_id"] for r in gens + matches} == {league_run.run_id}
+    assert {r.data.tags["airflow.dag_id"] for r in gens} == {DAG_ID}
+    (league,) = client.search_runs(
+        [exp.experiment_id], "tags.`c4.kind` = 'league' and tags.league = 'dagtest'"
+    )
+    assert league.info.status == "FINISHED"  # the last generation ends the league, as `c4 league` does
+    assert league.data.tags["champion"].startswith(f"models:/connect4/{champ.version} ")
+
+
+def test_the_links_plugin_points_at_the_run_the_version_and_the_champion(league_run: LeagueRun) -> None:
+    from airflow.models.taskinstancekey import TaskInstanceKey
+
+    spec = importlib.util.spec_from_file_location("c4_links", REPO / "plugins" / "c4_links.py")
+    links = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(links)
+    client = league_run.client()
+    champ = client.get_model_version_by_alias("connect4", "champion")
+    v2 = next(v for v in client.search_model_versions("tags.league = 'dagtest' and tags.generation = '2'"))
+    key = TaskInstanceKey(DAG_ID, "generation_2.play_match", league_run.run_id, map_index=1)
+    experiment = client.get_run(v2.run_id).info.experiment_id
+    run_url = links.MLflowRunLink().get_link(None, ti_key=key)
+    assert run_url == f"http://127.0.0.1:5000/#/experiments/{experiment}/runs/{v2.run_id}"
+    assert (
+        links.ModelVersionLink()
+        .get_link(None, ti_key=key)
+        .endswith(f"/#/models/connect4/versions/{v2.version}")
+    )
+    assert (
+        links.ChampionLink()
+        .get_link(None, ti_key=key)
+        .endswith(f"/#/models/connect4/versions/{champ.version}")
+    )
+    skipped = TaskInstanceKey(DAG_ID, "generation_5.fit_elo", league_run.run_id)
+    other = TaskInstanceKey("another_dag", "generation_2.fit_elo", league_run.run_id)
+    assert links.MLflowRunLink().get_link(None, ti_key=skipped) == ""
+    assert links.ChampionLink().get_link(None, ti_key=other) == ""
+    plugin = links.Connect4LinksPlugin
+    assert {link.name for link in plugin.global_operator_extra_links} == {
+        "MLflow run",
+        "Model version",
+        "Champion",
+    }
+
+
+# ---- bad params ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({"generations": 0}, "generations"),
+        ({"profile": "smoke", "games": 33}, "games"),
+    ],
+)
+def test_dags_test_rejects_bad_params_and_leaves_mlflow_alone(
+    migrated: Path, tmp_path: Path, conf: dict[str, Any], message: str
+) -> None:
+    db = tmp_path / "mlflow.db"
+    proc = run(
+        [str(BIN / "airflow"), "dags", "test", DAG_ID, "-c", json.dumps(conf)],
+        {"MLFLOW_TRACKING_URI": f"sqlite:///{db}"},
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Invalid input for param" in out and message in out, out[-3000:]
+    assert not db.exists()  # nothing ran, so not even an empty store was made
+
+
+# ---- a real scheduler ----------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Api:
+    def __init__(self, base: str):
+        self.base, self.token = base, ""
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            try:
+                return e.code, json.loads(text)
+            except ValueError:
+                return e.code, text
+
+
+def wait_for(what: str, check: Any, timeout: float, proc: subprocess.Popen, log: Path) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(
+                f"airflow standalone exited ({proc.returncode}) waiting for {what}:\n"
+                + log.read_text()[-4000:]
+            )
+        try:
+            result = check()
+        except (OSError, ValueError):
+            result = None
+        if result:
+            return result
+        time.sleep(2)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}:\n{log.read_text()[-4000:]}")
+
+
+@pytest.mark.slow
+def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) -> None:
+    home, port = tmp_path / "airflow", free_port()
+    home.mkdir()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = airflow_env(home) | {
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "MLFLOW_TRACKING_URI": uri,
+        "OMP_NUM_THREADS": "1",
+    }
+    log = tmp_path / "standalone.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "airflow"), "standalone"],
+            env=os.environ | env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            start_new_session=True,  # its own process group: the teardown ends all of it
+        )
+    try:
+        api = Api(f"http://127.0.0.1:{port}")
+        pw_file = home / "simple_auth_manager_passwords.json.generated"
+
+        def login() -> bool:
+            if not pw_file.exists():
+                return False
+            password = json.loads(pw_file.read_text())["admin"]
+            status, body = api.call("POST", "/auth/token", {"username": "admin", "password": password})
+            if status in (200, 201):
+                api.token = body["access_token"]
+                return True
+            return False
+
+        wait_for("the API server and a login", login, 240, proc, log)
+        wait_for(
+            "the DAG to be parsed",
+            lambda: api.call("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200,
+            180,
+            proc,
+            log,
+        )
+
+        # a bad value is refused at the door, with the param's name, and nothing runs
+        status, body = api.call(
+            "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {"generations": 99}}
+        )
+        assert status == 400 and "generations" in json.dumps(body), body
+        assert api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")[1]["total_entries"] == 0
+
+        conf = {"league": "e2e", "profile": "smoke", "generations": 1, "match_games": 10}
+        status, body = api.call(
+            "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": conf}
+        )
+        assert status == 200, body
+        run_id = body["dag_run_id"]
+
+        def finished() -> str | None:
+            state = api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
+            return state if state in ("success", "failed") else None
+
+        assert wait_for("the run to finish", finished, 420, proc, log) == "success"
+        states: dict[tuple[str, int], str] = {}
+        while True:  # pages of at most 100 (the API's cap): 100 tasks, one of them mapped
+            page = f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=100&offset={len(states)}"
+            tis = api.call("GET", page)[1]["task_instances"]
+            states |= {(t["task_id"], t["map_index"]): t["state"] for t in tis}
+            if not tis:
+                break
+        assert len(states) == 101
+        assert states[("generation_1.play_match", 0)] == "success"
+        assert states[("generation_1.play_match", 1)] == "success"
+        assert states[("generation_2.pick_opponents", -1)] == "success"  # decides to stop
+        assert states[("generation_2.train_generation", -1)] == "skipped"
+        status, links = api.call(
+            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.fit_elo/links"
+        )
+        assert status == 200, links
+        links = links["extra_links"]
+        assert "/runs/" in (links.get("MLflow run") or ""), links
+        assert "/#/models/connect4/versions/" in (links.get("Champion") or ""), links
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    champ = client.get_model_version_by_alias("connect4", "champion")
+    assert champ.current_stage == "Production" and champ.tags["league"] == "e2e" and "elo" in champ.tags
+    exp = client.get_experiment_by_name("connect4-league")
+    matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'e2e'")
+    assert sorted(r.data.tags["b"] for r in matches) == ["random", "tactical"]
+    assert {r.data.tags["airflow.run_id"] for r in matches} == {run_id}

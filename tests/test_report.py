@@ -1,0 +1,370 @@
+"""The league report (`c4core.report`): its numbers, its figures, its page, and where it is logged.
+
+Small hand-made match records check the arithmetic (ladder history, score matrix, first/second
+split, winning runs). A smoke league in a folder checks the figures and the page; a smoke league
+run by another process against a SQLite MLflow store checks that the report is logged live and
+at the end, attached to the champion, and rebuilt from MLflow alone once that process is gone.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from c4core import cli
+from c4core.elo import fit_elo
+from c4core.game import Position
+from c4core.league import LocalStore, champion, fit_ratings, profile, run_league
+from c4core.match import WDL, MatchResult
+from c4core.report import (
+    ReportFiles,
+    bit_cell,
+    build_report,
+    first_second,
+    ladder_history,
+    order_members,
+    score_matrix,
+    winning_runs,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny nets run fastest (and reproducibly) on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def rec(a: str, b: str, a_first: tuple[int, int, int], b_first: tuple[int, int, int]) -> MatchResult:
+    return MatchResult(a, b, 0, 4, WDL(*a_first), WDL(*b_first))
+
+
+RECORDS = [
+    rec("gen1", "random", (5, 0, 0), (4, 0, 1)),
+    rec("tactical", "gen1", (4, 0, 1), (3, 1, 1)),
+    rec("gen2", "random", (5, 0, 0), (5, 0, 0)),
+    rec("gen2", "tactical", (3, 0, 2), (1, 0, 4)),
+    rec("gen1", "gen2", (2, 1, 2), (0, 0, 5)),
+]
+
+
+# ---- numbers from hand-made records -------------------------------------------------------------
+def test_the_ladder_after_each_generation_uses_only_the_matches_played_by_then() -> None:
+    history = ladder_history(RECORDS)
+    assert sorted(history) == [1, 2]
+    assert set(history[1].ratings) == {"random", "tactical", "gen1"}
+    assert history[1].ratings == pytest.approx(fit_elo([r.to_record() for r in RECORDS[:2]]).ratings)
+    assert history[2].ratings == pytest.approx(fit_ratings(RECORDS).ratings)
+
+
+def test_the_score_matrix_reads_row_against_column() -> None:
+    members = order_members({"gen2", "random", "gen1", "tactical"})
+    assert members == ["random", "tactical", "gen1", "gen2"]
+    scores, games = score_matrix(RECORDS, members)
+    i = {m: k for k, m in enumerate(members)}
+    assert scores[i["gen1"], i["random"]] == pytest.approx(0.9)
+    assert scores[i["tactical"], i["gen1"]] == pytest.approx(7.5 / 10)  # a draw counts half
+    assert scores[i["gen2"], i["gen1"]] == pytest.approx(1 - 2.5 / 10)
+    assert games[i["gen1"], i["gen2"]] == games[i["gen2"], i["gen1"]] == 10
+    played = ~np.isnan(scores)
+    assert np.allclose((scores + scores.T)[played], 1.0)  # zero-sum, seen from either side
+    assert np.isnan(np.diag(scores)).all() and math.isnan(scores[i["random"], i["tactical"]])
+
+
+def test_first_and_second_mover_results_are_from_the_members_side() -> None:
+    rows = {r.opponent: r for r in first_second(RECORDS, "gen1", ["random", "tactical", "gen2"])}
+    assert list(rows) == ["random", "tactical", "gen2"]
+    assert (rows["random"].first, rows["random"].second) == (WDL(5, 0, 0), WDL(4, 0, 1))
+    # gen1 was b: its first-mover games are tactical's b_first, flipped to gen1's side
+    assert (rows["tactical"].first, rows["tactical"].second) == (WDL(1, 1, 3), WDL(1, 0, 4))
+    assert rows["gen2"].total == WDL(2, 1, 7)
+
+
+@pytest.mark.parametrize(
+    ("moves", "cells"),
+    [
+        ("4455667", {(5, 3), (5, 4), (5, 5), (5, 6)}),  # along the bottom row
+        ("1212121", {(5, 0), (4, 0), (3, 0), (2, 0)}),  # up the first column
+        ("12234334744", {(5, 0), (4, 1), (3, 2), (2, 3)}),  # a rising diagonal
+    ],
+)
+def test_the_winning_run_is_found(moves: str, cells: set[tuple[int, int]]) -> None:
+    pos = Position.from_moves(moves)
+    assert pos.won
+    runs = winning_runs(pos.opponent, pos.geometry)  # the stones of the side that just moved
+    assert [{bit_cell(b, pos.geometry) for b in run} for run in runs] == [cells]
+    assert winning_runs(pos.current, pos.geometry) == []
+
+
+# ---- a league in a folder -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalStore, ReportFiles]:
+    root = tmp_path_factory.mktemp("runs") / "loc"
+    store = LocalStore(root)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run_league(store, profile("smoke", name="loc"))
+        files = build_report(root, tmp_path_factory.mktemp("report"))
+    finally:
+        torch.set_num_threads(threads)
+    return store, files
+
+
+def test_the_figures_are_real_pngs_with_content(local: tuple[LocalStore, ReportFiles]) -> None:
+    _, files = local
+    assert set(files.images) == {"ladder", "matrix", "training", "game"}  # no suite metrics here
+    for name, path in files.images.items():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        with Image.open(path) as im:
+            width, height = im.size
+            colours = im.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert width >= 300 and height >= 250, name
+        assert len(colours) > 20, name  # anti-aliased text and lines, not a blank canvas
+    with Image.open(files.images["matrix"]) as im:
+        rgb = np.asarray(im.convert("RGB")).reshape(-1, 3)
+    # the heatmap's cells: saturated colours (not the grey of text, axes and never-played cells)
+    saturated = rgb[(rgb.max(1).astype(int) - rgb.min(1)) > 80]
+    assert len({tuple(c) for c in saturated // 16}) > 3
+
+
+class Page(HTMLParser):
+    """Every tag with its attributes, and the text of every table cell by table id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        d = dict(attrs)
+        self.tags.append((tag, d))
+        if tag == "table":
+            self._table = d.get("id") or f"table{len(self.tables)}"
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th") and self._table:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table:
+            self.tables[self._table][-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+def test_the_page_parses_and_fetches_nothing(local: tuple[LocalStore, ReportFiles]) -> None:
+    _, files = local
+    page = parse(files.html)
+    names = [t for t, _ in page.tags]
+    assert names[0] == "html" and "body" in names
+    assert "link" not in names and "script" not in names and "iframe" not in names
+    for tag, attrs in page.tags:
+        for key in ("src", "href", "srcset", "data"):
+            value = (attrs.get(key) or "").strip().lower()
+            assert not value.startswith(("http:", "https:", "//")), (tag, key, value[:60])
+    text = files.html.read_text()
+    assert "@import" not in text and "url(" not in text
+    images = [a["src"] for t, a in page.tags if t == "img"]
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    decoded = [base64.b64decode(src.split(",", 1)[1]) for src in images]
+    assert decoded == [path.read_bytes() for path in files.images.values()]  # the very same PNGs, in order
+
+
+def test_the_numbers_on_the_page_are_the_fit_and_the_records(local: tuple[LocalStore, ReportFiles]) -> None:
+    store, files = local
+    results = store.results()
+    fit = fit_elo([r.to_record() for r in results])  # refit independently of the report
+    champ = champion(fit)
+    page = parse(files.html)
+
+    ladder = page.tables["ladder"][1:]
+    assert [row[0] for row in ladder] == [name for name, *_ in fit.ladder()]
+    for name, elo, lo, hi, games in ladder:
+        assert float(elo) == pytest.approx(fit.ratings[name], abs=0.051)
+        assert (float(lo), float(hi)) == pytest.approx(fit.ci95[name], abs=0.051)
+        assert int(games) == fit.games[name]
+
+    splits = page.tables["splits"][2:]
+    assert {row[0] for row in splits} == {m for m in fit.ratings if m != champ}
+    for row in splits:
+        (r,) = [r for r in results if {r.a, r.b} == {champ, row[0]}]
+        first, second = (r.a_first, r.b_first) if r.a == champ else (r.b_first, r.a_first)
+        if r.a != champ:  # from the champion's side
+            first, second = WDL(first.loss, first.draw, first.win), WDL(second.loss, second.draw, second.win)
+        assert [int(x) for x in row[1:4]] == [first.win, first.draw, first.loss]
+        assert [int(x) for x in row[5:8]] == [second.win, second.draw, second.loss]
+        total = first + second
+        assert float(row[12]) == pytest.approx(total.score, abs=5e-4)
+
+    matrix = page.tables["matrix"]
+    members = matrix[0][1:]
+    for row in matrix[1:]:
+        for col, cell in zip(members, row[1:], strict=True):
+            found = [r for r in results if {r.a, r.b} == {row[0], col}]
+            if not found:
+                assert cell == ""
+                continue
+            t = found[0].total
+            if found[0].a != row[0]:
+                t = WDL(t.loss, t.draw, t.win)
+            assert float(cell) == pytest.approx(t.score, abs=5e-4)
+
+    data = json.loads(files.data.read_text())
+    assert data["champion"] == champ and data["ratings"] == pytest.approx(fit.ratings)
+    assert data["generations"] == 2 and [h["generation"] for h in data["ladder"]] == [1, 2]
+
+
+def test_the_sample_game_is_a_legal_game_of_the_champion_and_tactical(
+    local: tuple[LocalStore, ReportFiles],
+) -> None:
+    _, files = local
+    game = files.report.sample
+    assert game is not None
+    assert (game.first, game.second) == (files.report.champion, "tactical")
+    pos = Position.from_moves(game.moves)  # replays legally
+    assert pos.is_terminal
+    if game.winner is None:
+        assert not pos.won and game.run == ()
+    else:
+        assert game.winner == (game.first if len(game.moves) % 2 else game.second)
+        board = pos.board()
+        stone = 1 if game.winner == game.first else 2
+        assert len(game.run) >= 4 and all(board[r][c] == stone for r, c in game.run)
+    again = build_report(files.report.data, files.folder.parent / "again").report.sample
+    assert again == game  # seeded: the same game every time
+
+
+def test_c4_report_on_a_folder(local: tuple[LocalStore, ReportFiles], tmp_path: Path, capsys) -> None:
+    store, files = local
+    assert cli.main(["report", "--dir", str(store.root), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"champion {files.report.champion}: ")
+    assert str(tmp_path / "report.html") in out and (tmp_path / "ladder.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["report", "--dir", "/nonexistent/league"], "no league folder"),
+        (["report", "--league", "a b", "--tracking-uri", "sqlite:///{tmp}/m.db"], "league 'a b'"),
+    ],
+)
+def test_c4_report_errors_are_one_line(argv: list[str], words: str, tmp_path: Path, capsys) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("c4 report: error: ") and words in err and err.count("\n") == 1
+
+
+# ---- a league in MLflow, run by a process that is gone ------------------------------------------
+DRIVER = """
+import json, sys, tempfile, warnings
+warnings.filterwarnings("error", message="the league report")  # a report that fails must fail here
+import torch
+torch.set_num_threads(1)
+from c4core.league import profile
+from c4core.registry import MLflowStore, Tracking, run_generation_tracked, run_league_tracked
+uri = sys.argv[1]
+config = profile("smoke", name="rep")
+store = MLflowStore(Tracking.for_uri(uri), config)
+run_generation_tracked(store, config, 1)
+with tempfile.TemporaryDirectory() as tmp:  # the live report, after generation 1
+    live = json.load(open(store.client.download_artifacts(store.league_run_id, "report/report.json", tmp)))
+final = run_league_tracked(store, config)
+print(json.dumps({"live_generations": live["generations"], "version": final.champion_version.version}))
+"""
+
+
+@pytest.mark.slow
+def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path, capsys) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from c4core.registry import MODEL_NAME, Tracking
+
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    (tmp_path / "store").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, uri], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ran = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert ran["live_generations"] == 1
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("connect4-league")
+    (league_run,) = client.search_runs(
+        [exp.experiment_id], "tags.`c4.kind` = 'league' and tags.league = 'rep'"
+    )
+    assert league_run.data.tags["c4.report"] == "report/report.html"
+    logged = {f.path for f in client.list_artifacts(league_run.info.run_id, "report")}
+    assert {f"report/{n}" for n in ("report.html", "report.json", "ladder.png", "matrix.png")} <= logged
+    version = client.get_model_version(MODEL_NAME, ran["version"])
+    assert (
+        version.tags["report"].endswith("/report/report.html")
+        and version.tags["report"] in version.description
+    )
+    on_version = {f.path for f in client.list_artifacts(version.run_id, "report")}
+    assert on_version == logged
+
+    # rebuilt here, from MLflow alone
+    matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'rep'")
+    fit = fit_elo([json.loads(r.data.tags["c4.record"]) for r in matches])
+    files = build_report(Tracking.for_uri(uri), tmp_path / "rebuilt", league="rep")
+    data = json.loads(files.data.read_text())
+    assert data["ratings"] == pytest.approx(fit.ratings) and data["champion"] == champion(fit)
+    assert data["champion"] == version.tags["member"]
+    # the ladder over generations is the one the league logged as it went
+    for step in data["ladder"]:
+        for member, elo in step["ratings"].items():
+            history = client.get_metric_history(league_run.info.run_id, f"elo/{member}")
+            assert elo == pytest.approx(next(m.value for m in history if m.step == step["generation"]))
+    # the training curves are the generation runs' metrics
+    gen1 = files.report.data.metrics[1]
+    assert len(gen1) == profile("smoke").ppo.iterations and "vs/tactical/win" in gen1[0]
+
+    assert cli.main(["report", "--league", "rep", "--tracking-uri", uri, "--out", str(tmp_path / "cli")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"champion {data['champion']}: ") and (tmp_path / "cli" / "report.html").is_file()
+    assert cli.main(["report", "--league", "nope", "--tracking-uri", uri]) == 2
+    assert "no league 'nope'" in capsys.readouterr().err
+
+
+def test_suite_metrics_add_a_curve(local: tuple[LocalStore, ReportFiles], tmp_path: Path) -> None:
+    _, files = local
+    suite = {1: {"suite/keeps_result": 0.4, "suite/best_move": 0.2}, 2: {"suite/keeps_result": 0.5}}
+    data = dataclasses.replace(files.report.data, suite=suite)
+    again = build_report(data, tmp_path)
+    assert list(again.images) == ["ladder", "matrix", "game", "training", "suite"]
+    assert json.loads(again.data.read_text())["suite"]["1"] == suite[1]
+    assert "Solver-labelled suite" in again.html.read_text()
