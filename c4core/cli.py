@@ -90,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="tag every MLflow run (repeatable), e.g. airflow.dag_id=connect4",
     )
+    suite = lg.add_mutually_exclusive_group()
+    suite.add_argument(
+        "--suite",
+        metavar="FILE",
+        help="score every snapshot's raw network on this suite JSONL, logged to MLflow "
+        "(default: ../shared/suite/dev.jsonl next to the repo, when it exists)",
+    )
+    suite.add_argument("--no-suite", action="store_true", help="do not score snapshots on a suite")
     lg.add_argument("--json", action="store_true", help="print the final ladder as JSON")
 
     m = sub.add_parser("match", help="play a match between two players")
@@ -275,6 +283,15 @@ def cmd_league(args: argparse.Namespace) -> int:
         tags[key] = value
     if args.store is None:
         args.store = "local" if args.dir is not None else "mlflow"
+    if args.suite is not None and args.store != "mlflow":
+        raise UsageError("--suite scores snapshots into MLflow: it needs --store mlflow")
+    suite = None
+    if args.store == "mlflow" and not args.no_suite:
+        from c4core.suite import default_suite_path, load_suite
+
+        suite = args.suite or default_suite_path()
+        if suite is not None:
+            load_suite(suite)  # a bad suite fails now, naming file:line, not after a generation
     if args.store == "mlflow":
         from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
@@ -288,7 +305,7 @@ def cmd_league(args: argparse.Namespace) -> int:
         f"league {config.name!r}: profile {config.profile}, {config.generations} generations x "
         f"{config.ppo.iterations} iterations x {config.ppo.games} games, net "
         f"{config.net.blocks}x{config.net.channels}, {config.match_games} games per pairing, "
-        f"store {where}",
+        f"store {where}" + (f", suite {suite}" if suite is not None else ""),
         file=sys.stderr,
     )
     start = time.perf_counter()
@@ -310,7 +327,7 @@ def cmd_league(args: argparse.Namespace) -> int:
             )
 
         if args.store == "mlflow":
-            tracked = run_league_tracked(store, config, on_generation, on_iteration)
+            tracked = run_league_tracked(store, config, on_generation, on_iteration, suite)
             report, version = tracked.report, tracked.champion_version
         else:
             report, version = run_league(store, config, on_generation, on_iteration), None

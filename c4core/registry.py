@@ -14,8 +14,16 @@ Layout in MLflow (experiment ``connect4-league``)::
                                         record); params games/seed; metrics win/draw/loss, splits
 
     registered model "connect4": one version per snapshot, tagged league, generation,
-    config_hash, elo, elo_ci95, win_vs_tactical; stage Production + alias ``champion`` on the
-    league's best-rated snapshot.
+    config_hash, elo, elo_ci95, win_vs_tactical (and suite_keeps_result, suite_best_move,
+    suite_counted, suite_file when a suite is given); stage Production + alias ``champion`` on
+    the league's best-rated snapshot.
+
+Suite scores. Given a suite file (`after_generation`'s, `run_generation_tracked`'s and
+`run_league_tracked`'s ``suite`` argument; None, the default, logs nothing), each snapshot's raw
+network (greedy, no search) is scored on it with `c4core.suite`: the ``suite/*`` metrics go on the
+generation run, where `c4core.report` draws them as a curve, and the headline numbers become tags
+of the version (`log_suite`). A version that already has them is not scored again; a suite
+that cannot be read, or does not fit the board, only warns.
 
 Crash safety and idempotency. Every record is keyed by (league, config hash, generation) or
 (league, config hash, unordered pair), and counts only once its run carries ``c4.complete=true``,
@@ -514,9 +522,68 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
     return client.get_model_version(name, version.version)
 
 
-def after_generation(store: MLflowStore, report: GenerationReport) -> ModelVersion:
-    """Everything MLflow needs once a generation has played: register its snapshot, refit
-    Elo into every version's tags, log the ladder, promote the champion, mark it finalized."""
+SUITE_TAGS = {
+    "suite/keeps_result": "suite_keeps_result",
+    "suite/best_move": "suite_best_move",
+    "suite/counted": "suite_counted",
+}
+"""The suite metrics that also become version tags, and their tag keys."""
+
+
+def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[str, float] | None:
+    """Score snapshot `generation`'s raw network (greedy `NetPlayer`, no search) on the suite
+    file `suite`, log the ``suite/*`` metrics on its generation run and the headline numbers as
+    tags of its version (rates to 4 decimals, the count as a whole number, and ``suite_file``).
+
+    Returns the metrics, or None when nothing was done: the version is not registered, or it
+    already has the tags. The tags come last, so after a crash in between, a rerun scores again
+    (greedy: the same numbers) and adds the tags without logging the metrics twice. A suite that
+    does not fit the league's board is a `ValueError`."""
+    import math
+
+    from c4core.net import NetPlayer
+    from c4core.suite import evaluate_suite, load_suite
+
+    version = find_version(store, generation)
+    if version is None or all(t in version.tags for t in SUITE_TAGS.values()):
+        return None
+    run, ckpt = store.generation_run(generation), store.snapshot(generation)
+    assert run is not None and ckpt is not None  # a registered version has a finished run
+    positions = load_suite(suite, ckpt.geometry)
+    player = NetPlayer(ckpt.build("cpu"), name=snapshot_name(generation), greedy=True)
+    metrics = evaluate_suite(player, positions).metrics()
+    logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: the cached run predates it
+    if "suite/keeps_result" not in logged and "suite/counted" not in logged:
+        now = int(time.time() * 1000)
+        batch = [Metric(k, v, now, 0) for k, v in metrics.items() if not math.isnan(v)]  # empty buckets
+        store.client.log_batch(run.info.run_id, metrics=batch)
+    tags = {
+        "suite_keeps_result": f"{metrics['suite/keeps_result']:.4f}",
+        "suite_best_move": f"{metrics['suite/best_move']:.4f}",
+        "suite_file": Path(suite).name,
+        "suite_counted": str(int(metrics["suite/counted"])),  # last: its presence marks the step done
+    }
+    for k, v in tags.items():
+        store.client.set_model_version_tag(version.name, version.version, k, v)
+    return metrics
+
+
+def _try_log_suite(store: MLflowStore, generation: int, suite: str | Path) -> None:
+    """`log_suite`, but a suite that cannot be read or does not fit the board only warns: the
+    scores are a view of the snapshot, and registering and promoting it must go on without them."""
+    try:
+        log_suite(store, generation, suite)
+    except ValueError as e:
+        warnings.warn(f"{snapshot_name(generation)} was not scored on the suite: {e}", stacklevel=3)
+
+
+def after_generation(
+    store: MLflowStore, report: GenerationReport, suite: str | Path | None = None
+) -> ModelVersion:
+    """Everything MLflow needs once a generation has played: register its snapshot, score it
+    on `suite` when one is given (`log_suite`), refit Elo into every version's tags, log the
+    ladder, promote the champion, mark it finalized. A finalized generation is only scored on
+    `suite` if it has not been yet."""
     g = report.generation
     run = store.generation_run(g)
     assert run is not None  # run_generation stored it
@@ -524,11 +591,15 @@ def after_generation(store: MLflowStore, report: GenerationReport) -> ModelVersi
         for earlier in range(1, g + 1):
             if find_version(store, earlier) is None and store.generation_run(earlier) is not None:
                 register_snapshot(store, earlier, report.fit)
+        if suite is not None:
+            _try_log_suite(store, g, suite)  # before the report below, so its curve has this point
         update_ratings(store, report.fit, g)
         promote_champion(store, report.champion, report.fit, g)
         store.client.set_tag(run.info.run_id, FINALIZED, "true")
         run.data.tags[FINALIZED] = "true"  # the cached copy too
         log_league_report(store)  # live: redrawn once per newly finalized generation
+    elif suite is not None:
+        _try_log_suite(store, g, suite)  # a league finalized before it had a suite: the final report shows it
     champ = current_champion(store.client, store.tracking.model_name)
     assert champ is not None
     return champ
@@ -559,9 +630,11 @@ def run_generation_tracked(
     config: LeagueConfig,
     generation: int,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    suite: str | Path | None = None,
 ) -> TrackedReport:
     """`c4core.league.run_generation`, with metrics streamed to the generation's run and the
-    registry steps after it. Safe to rerun: finished work is reused, never redone."""
+    registry steps after it (scoring the snapshot on `suite`, a suite file, when given). Safe to
+    rerun: finished work is reused, never redone."""
 
     def log(i: int, m: dict[str, float]) -> None:
         store.log_iteration(generation, i, m)
@@ -569,7 +642,7 @@ def run_generation_tracked(
             on_iteration(i, m)
 
     report = run_generation(store, config, generation, log)
-    return TrackedReport(report, after_generation(store, report))
+    return TrackedReport(report, after_generation(store, report, suite))
 
 
 def run_league_tracked(
@@ -577,13 +650,15 @@ def run_league_tracked(
     config: LeagueConfig,
     on_generation: Callable[[GenerationReport], None] | None = None,
     on_iteration: Callable[[int, int, dict[str, float]], None] | None = None,
+    suite: str | Path | None = None,
 ) -> TrackedReport:
-    """Every generation in order on MLflow, resuming whatever it already holds."""
+    """Every generation in order on MLflow, resuming whatever it already holds; each snapshot
+    is scored on `suite` (a suite file) when one is given."""
     store.set_league_status("RUNNING")
     tracked = None
     for g in range(1, config.generations + 1):
         cb = (lambda i, m, g=g: on_iteration(g, i, m)) if on_iteration else None
-        tracked = run_generation_tracked(store, config, g, cb)
+        tracked = run_generation_tracked(store, config, g, cb, suite)
         if on_generation is not None:
             on_generation(tracked.report)
     assert tracked is not None

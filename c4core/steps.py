@@ -49,6 +49,17 @@ def tracking_uri() -> str:
     return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
 
 
+def suite_path() -> str | None:
+    """The suite every registered snapshot is scored on: $C4_SUITE (set but empty: none), else
+    ``../shared/suite/dev.jsonl`` next to the repo when it exists (as `c4 league`), else none."""
+    if "C4_SUITE" in os.environ:
+        return os.environ["C4_SUITE"] or None
+    from c4core.suite import default_suite_path
+
+    path = default_suite_path()
+    return str(path) if path is not None else None
+
+
 def _quiet_mlflow() -> None:
     os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -216,9 +227,10 @@ def register(
     seconds: float = 0.0,
     tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Register the snapshot, write Elo into every version, promote the champion, and mark the
-    generation finalized (`c4core.registry.after_generation`; a no-op once finalized). After the
-    league's last generation, also draw the final report onto the champion and finish the run."""
+    """Register the snapshot, score it on the suite (`suite_path`), write Elo into every version,
+    promote the champion, and mark the generation finalized (`c4core.registry.after_generation`;
+    a no-op once finalized). After the league's last generation, also draw the final report onto
+    the champion and finish the run."""
     from c4core.league import GenerationReport, champion, fit_ratings, snapshot_name
     from c4core.registry import after_generation, find_version, log_league_report
 
@@ -237,7 +249,7 @@ def register(
         champion=champion(elo),
         seconds=float(seconds),
     )
-    champ = after_generation(store, report)
+    champ = after_generation(store, report, suite_path())
     if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
         log_league_report(store, champ)
         store.set_league_status("FINISHED")

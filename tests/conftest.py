@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import strategies as st
 
 from c4core.game import STANDARD, Geometry, Position
@@ -101,3 +102,14 @@ def random_move_string():
 def move_strategy():
     """`move_strings(geometry, max_size, unfinished)`: the hypothesis strategy, for `st.data()`."""
     return move_strings
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Every test runs torch on one thread: tiny nets run fastest (and reproducibly) that way,
+    above all when the machine is busy. Set per test, since some code under test (`c4 league`)
+    sets the thread count itself."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -101,14 +101,6 @@ class ServerThread:
 
 
 # ---- fixtures ------------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def blank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("blank") / "mlflow.db"

@@ -30,19 +30,6 @@ RESULTS = ("You win!", "random wins.", "Draw.")
 CYCLE = "".join(f"{c}\n" for c in "1234567" * 40)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
-
-    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
-    shares libgomp with torch) resets torch's thread count behind its back.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """`main(argv)` in-process: exit status (argparse exits count), stdout, stderr."""
     try:

@@ -23,19 +23,6 @@ TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
 ODD = Geometry(5, 6, 4)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine.
-
-    Set before every test, not once per module: a compiled bot match (numba's OpenMP layer
-    shares libgomp with torch) resets torch's thread count behind its back.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture
 def net() -> PolicyValueNet:
     torch.manual_seed(SEED)

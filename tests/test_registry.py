@@ -56,15 +56,6 @@ SMOKE = profile("smoke", name="t")
 AIRFLOW_TAGS = {"airflow.dag_id": "connect4_league", "airflow.run_id": "manual__1", "airflow.task_id": "gen"}
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets run fastest (and reproducibly) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -41,15 +41,6 @@ from c4core.report import (
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets run fastest (and reproducibly) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def rec(a: str, b: str, a_first: tuple[int, int, int], b_first: tuple[int, int, int]) -> MatchResult:
     return MatchResult(a, b, 0, 4, WDL(*a_first), WDL(*b_first))
 

@@ -29,15 +29,6 @@ TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
 SMALL = Geometry(4, 4, 3)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets run fastest (and reproducibly) on one thread, above all on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_net(seed: int = SEED, geometry: Geometry = STANDARD) -> PolicyValueNet:
     torch.manual_seed(seed)
     return PolicyValueNet(replace(TINY, rows=geometry.rows, cols=geometry.cols)).eval()

@@ -80,14 +80,6 @@ MINI = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture
 def mini_file(tmp_path: Path) -> Path:
     path = tmp_path / "mini.jsonl"
