@@ -156,10 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # keep stderr to our own lines
     try:
-        commands = {"league": cmd_league, "match": cmd_match, "elo": cmd_elo, "play": cmd_play}
-        commands["eval-suite"] = cmd_eval_suite
-        commands["serve-app"] = cmd_serve_app
-        commands["report"] = cmd_report
+        commands = {
+            "league": cmd_league,
+            "match": cmd_match,
+            "elo": cmd_elo,
+            "play": cmd_play,
+            "eval-suite": cmd_eval_suite,
+            "serve-app": cmd_serve_app,
+            "report": cmd_report,
+        }
         return commands[args.command](args)
     except (UsageError, ValueError) as e:
         print(f"c4 {args.command}: error: {e}", file=sys.stderr)
