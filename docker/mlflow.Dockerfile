@@ -6,7 +6,7 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY requirements.txt /opt/connect4/requirements.txt
 RUN pip install -c /opt/connect4/requirements.txt mlflow boto3 \
-    && pip install psycopg2-binary==2.9.10
+    && pip install psycopg2-binary==2.9.13
 COPY mlflow /opt/connect4/mlflow
 RUN useradd --create-home --uid 50001 mlflow
 USER mlflow
