@@ -13,7 +13,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ import torch
 from fastapi.testclient import TestClient
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.tracking import MlflowClient
+from servers import free_port
 
 from c4core.app import MAX_SIMULATIONS, STATIC, ChampionSource, create_app, parse_move_request
 from c4core.cli import build_parser, cmd_play
@@ -65,12 +65,6 @@ def blank_store(blank_db: Path, folder: Path) -> Tracking:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(blank_db, folder / "mlflow.db")
     return Tracking.for_uri(f"sqlite:///{folder / 'mlflow.db'}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerThread:

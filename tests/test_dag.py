@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -424,12 +424,6 @@ def test_dags_test_rejects_bad_params_and_leaves_mlflow_alone(
 
 
 # ---- a real scheduler ----------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Api:
     def __init__(self, base: str):
         self.base, self.token = base, ""

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import pytest
 import torch
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
+from servers import Server, tracking_server
 
 import c4core.league as league
 from c4core.elo import fit_elo
@@ -54,12 +54,6 @@ from c4core.registry import (
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = profile("smoke", name="t")
 AIRFLOW_TAGS = {"airflow.dag_id": "connect4_league", "airflow.run_id": "manual__1", "airflow.task_id": "gen"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -410,71 +404,11 @@ def contents_so_far(tracking: Tracking, name: str) -> list[str]:
 
 
 # ---- a real tracking server with S3 artifacts ----------------------------------------------------
-@dataclass
-class Server:
-    url: str
-    s3: object
-    bucket: str
-
-
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`mlflow server` (mlflow/server.sh) on 127.0.0.1 with SQLite, artifacts in moto's S3."""
-    import boto3
-    import requests
-    from moto.server import ThreadedMotoServer
-
-    s3_port, port = free_port(), free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=s3_port, verbose=False)
-    moto.start()
-    keys = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    endpoint = f"http://127.0.0.1:{s3_port}"
-    s3 = boto3.client("s3", endpoint_url=endpoint, **{k.lower(): v for k, v in keys.items() if "KEY" in k})
-    s3.create_bucket(Bucket="league")
-    home = tmp_path_factory.mktemp("server")
-    env = (
-        os.environ
-        | keys
-        | {
-            "MLFLOW_HOME": str(home),
-            "ARTIFACTS_DESTINATION": "s3://league/mlflow",
-            "MLFLOW_S3_ENDPOINT_URL": endpoint,
-            "PORT": str(port),
-            "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
-        }
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    log = (home / "server.log").open("w")
-    proc = subprocess.Popen(
-        ["bash", str(REPO / "mlflow" / "server.sh")], env=env, stdout=log, stderr=log, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if requests.get(f"{url}/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"mlflow server did not start:\n{(home / 'server.log').read_text()[-3000:]}"
-                )
-            time.sleep(0.5)
-        yield Server(url, s3, "league")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
-        moto.stop()
+    with tracking_server("server.sh", tmp_path_factory.mktemp("server"), "league") as server:
+        yield server
 
 
 @pytest.mark.slow

@@ -18,12 +18,8 @@ import json
 import os
 import pwd
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +27,7 @@ from pathlib import Path
 import pytest
 import torch
 from mlflow.entities import ViewType
+from servers import Server, free_port, tracking_server
 
 from c4core.league import profile
 from c4core.registry import (
@@ -46,12 +43,6 @@ from c4core.registry import (
 REPO = Path(__file__).resolve().parents[1]
 DATABASE = "mlflow"
 BUCKET = "league-postgres"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def postgres_bin() -> Path | None:
@@ -131,82 +122,13 @@ def postgres() -> Iterator[Postgres]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@dataclass
-class Server:
-    url: str
-    s3: object
-    bucket: str
-    prefix: str
-
-
 @pytest.fixture(scope="module")
 def pg_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`mlflow/server-postgres-s3.sh` on 127.0.0.1: runs in Postgres, artifacts in moto's S3."""
-    import boto3
-    import requests
-    from moto.server import ThreadedMotoServer
-
-    s3_port, port = free_port(), free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=s3_port, verbose=False)
-    moto.start()
-    keys = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    endpoint = f"http://127.0.0.1:{s3_port}"
-    s3 = boto3.client("s3", endpoint_url=endpoint, **{k.lower(): v for k, v in keys.items() if "KEY" in k})
-    # moto keeps one in-memory S3 per process, shared with tests/test_registry.py's server: own bucket
-    s3.create_bucket(Bucket=BUCKET)
     home = tmp_path_factory.mktemp("pg-server")
-    env = (
-        os.environ
-        | keys
-        | {
-            "MLFLOW_HOME": str(home),
-            "BACKEND_STORE_URI": postgres.uri(),
-            "ARTIFACTS_DESTINATION": f"s3://{BUCKET}/mlflow",
-            "MLFLOW_S3_ENDPOINT_URL": endpoint,
-            "PORT": str(port),
-            "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
-        }
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    log_path = home / "server.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        ["bash", str(REPO / "mlflow" / "server-postgres-s3.sh")],
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if requests.get(f"{url}/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield Server(url, s3, BUCKET, "mlflow/")
-    finally:
-        for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):  # the whole process group
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        log.close()
-        moto.stop()
+    env = {"BACKEND_STORE_URI": postgres.uri()}
+    with tracking_server("server-postgres-s3.sh", home, BUCKET, env) as server:
+        yield server
 
 
 def runs_of(client, kind: str, league_name: str, view: int = ViewType.ACTIVE_ONLY) -> list:

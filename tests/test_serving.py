@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import requests
 import torch
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from servers import free_port
 
 from c4core.game import Position
 from c4core.league import profile
@@ -170,12 +170,6 @@ def test_simulations_use_search_when_the_package_has_it(model: ConnectFourModel)
 
 
 # ---- over HTTP -----------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Two `mlflow models serve` processes: the Production stage and the champion alias."""

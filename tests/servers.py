@@ -1,0 +1,101 @@
+"""Test helpers that start real servers on 127.0.0.1: a free port, and an MLflow tracking server
+(one of the `mlflow/` scripts) whose artifacts go to moto's S3. Shared by the test files that
+need them; pytest puts this folder on `sys.path`, so they import it as `servers`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A running tracking server and the S3 bucket that holds its artifacts."""
+
+    url: str
+    s3: object
+    bucket: str
+    prefix: str = "mlflow/"
+
+
+@contextmanager
+def tracking_server(
+    script: str, home: Path, bucket: str, env: Mapping[str, str] | None = None
+) -> Iterator[Server]:
+    """Run ``mlflow/<script>`` on a free port with artifacts in ``s3://<bucket>/mlflow`` (moto)."""
+    import boto3
+    import requests
+    from moto.server import ThreadedMotoServer
+
+    s3_port, port = free_port(), free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=s3_port, verbose=False)
+    moto.start()
+    keys = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    endpoint = f"http://127.0.0.1:{s3_port}"
+    s3 = boto3.client("s3", endpoint_url=endpoint, **{k.lower(): v for k, v in keys.items() if "KEY" in k})
+    # moto keeps one in-memory S3 per process, so each server needs a bucket of its own
+    s3.create_bucket(Bucket=bucket)
+    full_env = (
+        os.environ
+        | keys
+        | {
+            "MLFLOW_HOME": str(home),
+            "ARTIFACTS_DESTINATION": f"s3://{bucket}/mlflow",
+            "MLFLOW_S3_ENDPOINT_URL": endpoint,
+            "PORT": str(port),
+            "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+        }
+        | dict(env or {})
+    )
+    full_env.pop("MLFLOW_TRACKING_URI", None)
+    log_path = home / "server.log"
+    log = log_path.open("w")
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "mlflow" / script)], env=full_env, stdout=log, stderr=log, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if requests.get(f"{url}/health", timeout=2).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield Server(url, s3, bucket)
+    finally:
+        for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):  # the whole process group
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        log.close()
+        moto.stop()
