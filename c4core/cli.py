@@ -69,13 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lg = sub.add_parser("league", help="run a self-play league")
-    lg.add_argument("--profile", default=None, help="smoke, cpu or gpu (default: gpu with CUDA, else cpu)")
+    lg.add_argument(
+        "--profile", default=None, help="smoke, cpu, cpu-az or gpu (default: gpu with CUDA, else cpu)"
+    )
     lg.add_argument("--name", default="default", help="league name (default: %(default)s)")
     lg.add_argument("--generations", type=_positive, help="override the profile's generations")
-    lg.add_argument("--iterations", type=_non_negative, help="override PPO iterations per generation")
-    lg.add_argument("--games", type=_positive_even, help="override games per PPO iteration")
+    lg.add_argument(
+        "--iterations", type=_non_negative, help="override iterations per generation (either learner)"
+    )
+    lg.add_argument("--games", type=_positive_even, help="override games per iteration (either learner)")
     lg.add_argument("--match-games", type=_positive_even, help="override games per league pairing")
     lg.add_argument("--seed", type=_non_negative, help="league seed")
+    lg.add_argument("--threads", type=_positive, help="torch CPU threads (default: every core)")
     lg.add_argument(
         "--store",
         choices=("mlflow", "local"),
@@ -264,7 +269,7 @@ def cmd_league(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from c4core.elo import format_ladder
-    from c4core.league import LocalStore, profile, run_league
+    from c4core.league import LocalStore, profile, run_league, with_training
 
     name = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
     overrides: dict[str, Any] = {"name": args.name}
@@ -273,13 +278,10 @@ def cmd_league(args: argparse.Namespace) -> int:
     for flag, key in (("generations", "generations"), ("match_games", "match_games"), ("seed", "seed")):
         if getattr(args, flag) is not None:
             overrides[key] = getattr(args, flag)
-    ppo = {k: getattr(args, k) for k in ("iterations", "games") if getattr(args, k) is not None}
-    if ppo:
-        overrides["ppo"] = ppo
-    config = profile(name, **overrides)
+    config = with_training(profile(name, **overrides), args.iterations, args.games)
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(args.threads or os.cpu_count() or 1)
     tags = {}
     for item in args.tag:
         key, eq, value = item.partition("=")
@@ -307,14 +309,16 @@ def cmd_league(args: argparse.Namespace) -> int:
         store = LocalStore(Path(args.dir or "runs") / config.name)
         where = str(store.root)
     print(
-        f"league {config.name!r}: profile {config.profile}, {config.generations} generations x "
-        f"{config.ppo.iterations} iterations x {config.ppo.games} games, net "
+        f"league {config.name!r}: profile {config.profile}, {config.describe_training()}, net "
         f"{config.net.blocks}x{config.net.channels}, {config.match_games} games per pairing, "
         f"store {where}" + (f", suite {suite}" if suite is not None else ""),
         file=sys.stderr,
     )
     start = time.perf_counter()
-    total = config.generations * config.ppo.iterations
+    done_by = [0]  # iterations up to the end of each generation
+    for g in range(1, config.generations + 1):
+        done_by.append(done_by[-1] + config.iterations(g))
+    total = done_by[-1]
     with tqdm(total=total, unit="it", desc="training", file=sys.stderr, disable=None) as bar:
 
         def on_iteration(g: int, i: int, m: dict[str, float]) -> None:
@@ -323,7 +327,7 @@ def cmd_league(args: argparse.Namespace) -> int:
             bar.update(1)
 
         def on_generation(r: Any) -> None:
-            bar.n = r.generation * config.ppo.iterations  # resumed generations jump ahead
+            bar.n = done_by[r.generation]  # resumed generations jump ahead
             bar.refresh()
             champ = r.fit.ratings[r.champion]
             tqdm.write(

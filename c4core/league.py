@@ -23,12 +23,15 @@ from typing import Any, Protocol
 
 import torch
 
+from c4core.alphazero import AlphaZeroConfig
+from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
 from c4core.elo import EloFit, fit_elo
 from c4core.game import Geometry
 from c4core.match import MatchResult, play_match
 from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
-from c4core.ppo import PPOConfig, train
+from c4core.ppo import PPOConfig
+from c4core.ppo import train as train_ppo
 
 BOT_NAMES = ("random", "tactical")
 
@@ -44,7 +47,12 @@ class LeagueConfig:
     generations: int = 4
     """Generations to run."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
-    """Learner hyperparameters per generation."""
+    """PPO learner hyperparameters per generation."""
+    alphazero: AlphaZeroConfig = field(default_factory=AlphaZeroConfig)
+    """AlphaZero-style learner hyperparameters per generation (see `alphazero_from`)."""
+    alphazero_from: int = 0
+    """First generation trained by the AlphaZero-style learner, continuing from the previous
+    snapshot; earlier generations train by PPO. 0: PPO throughout."""
     net: NetConfig = field(default_factory=NetConfig)
     """Network shape."""
     match_games: int = 400
@@ -71,6 +79,8 @@ class LeagueConfig:
             raise ValueError("generations must be at least 1")
         if self.match_games < 2 or self.match_games % 2:
             raise ValueError("match_games must be an even number of at least 2")
+        if self.alphazero_from < 0:
+            raise ValueError("alphazero_from must be 0 (never) or a generation number")
         if self.net.rows != self.rows or self.net.cols != self.cols:
             raise ValueError("the network's board size must match the league's")
         Geometry(self.rows, self.cols, self.connect)
@@ -78,6 +88,33 @@ class LeagueConfig:
     @property
     def geometry(self) -> Geometry:
         return Geometry(self.rows, self.cols, self.connect)
+
+    def learner(self, generation: int) -> str:
+        """Which learner trains `generation`: ``"ppo"`` or ``"alphazero"``."""
+        return "alphazero" if 0 < self.alphazero_from <= generation else "ppo"
+
+    def iterations(self, generation: int) -> int:
+        """Training iterations of `generation` (its learner's)."""
+        return (self.alphazero if self.learner(generation) == "alphazero" else self.ppo).iterations
+
+    def describe_training(self) -> str:
+        """One line on how the generations train, for logs and model cards."""
+        p, a = self.ppo, self.alphazero
+        ppo_gens = (
+            self.generations if not self.alphazero_from else min(self.generations, self.alphazero_from - 1)
+        )
+        parts = []
+        if ppo_gens:
+            parts.append(
+                f"{ppo_gens} PPO generation(s) x {p.iterations} iterations x {p.games} games against "
+                "random, tactical, the best snapshots and itself"
+            )
+        if self.generations > ppo_gens:
+            parts.append(
+                f"{self.generations - ppo_gens} AlphaZero generation(s) x {a.iterations} iterations x "
+                f"{a.games} self-play games searched at {a.simulations} simulations a move"
+            )
+        return ", then ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +124,7 @@ class LeagueConfig:
         d = dict(d)
         d["ppo"] = PPOConfig(**d.get("ppo", {}))
         d["net"] = NetConfig(**d.get("net", {}))
+        d["alphazero"] = AlphaZeroConfig(**d.get("alphazero", {}))
         return cls(**d)
 
     def training_hash(self) -> str:
@@ -95,6 +133,9 @@ class LeagueConfig:
         d = self.to_dict()
         for k in ("name", "generations", "profile", "device"):
             d.pop(k)
+        if not self.alphazero_from:  # PPO-only leagues keep the hashes they had before it existed
+            d.pop("alphazero")
+            d.pop("alphazero_from")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -113,6 +154,24 @@ PROFILES: dict[str, LeagueConfig] = {
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
     ),
+    # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
+    # from them: under 1.5 hours on 2 cores (docs/BENCHMARKS.md)
+    "cpu-az": LeagueConfig(
+        profile="cpu-az",
+        generations=18,
+        ppo=PPOConfig(iterations=25, games=768),
+        alphazero=AlphaZeroConfig(
+            iterations=40,
+            games=256,
+            simulations=64,
+            opening_plies=2,
+            opening_plies_max=24,
+            replay_iterations=8,
+        ),
+        alphazero_from=7,
+        net=NetConfig(blocks=2, channels=32),
+        match_games=400,
+    ),
     "gpu": LeagueConfig(
         profile="gpu",
         generations=20,
@@ -125,18 +184,24 @@ PROFILES: dict[str, LeagueConfig] = {
 
 
 def profile(profile_name: str, /, **overrides: Any) -> LeagueConfig:
-    """A named profile, with field overrides (``ppo``/``net`` fields go in dicts)."""
+    """A named profile, with field overrides (``ppo``/``alphazero``/``net`` fields go in dicts)."""
     if profile_name not in PROFILES:
         raise ValueError(f"unknown profile {profile_name!r}: choose from {', '.join(PROFILES)}")
     base = PROFILES[profile_name]
-    ppo = overrides.pop("ppo", None)
-    net = overrides.pop("net", None)
+    nested = {k: overrides.pop(k) for k in ("ppo", "alphazero", "net") if isinstance(overrides.get(k), dict)}
     cfg = replace(base, **overrides)
-    if ppo:
-        cfg = replace(cfg, ppo=replace(cfg.ppo, **ppo))
-    if net:
-        cfg = replace(cfg, net=replace(cfg.net, **net))
-    return cfg
+    return replace(cfg, **{k: replace(getattr(cfg, k), **v) for k, v in nested.items()})
+
+
+def with_training(
+    config: LeagueConfig, iterations: int | None = None, games: int | None = None
+) -> LeagueConfig:
+    """`config` with both learners' iterations per generation and games per iteration replaced
+    where given (the trigger form's and the CLI's overrides)."""
+    change = {k: v for k, v in (("iterations", iterations), ("games", games)) if v is not None}
+    if not change:
+        return config
+    return replace(config, ppo=replace(config.ppo, **change), alphazero=replace(config.alphazero, **change))
 
 
 def snapshot_name(generation: int) -> str:
@@ -210,7 +275,10 @@ def fit_ratings(results: Iterable[MatchResult]) -> EloFit | None:
 
 
 def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int) -> list[str]:
-    """The learner's opponents for `generation`: both bots, the best snapshots so far, itself."""
+    """The learner's opponents for `generation`: both bots, the best snapshots so far, itself;
+    only itself when the AlphaZero-style learner trains it."""
+    if config.learner(generation) == "alphazero":
+        return ["self"]
     fit = fit_ratings(store.results())
     snaps = [m for m in members(store, generation - 1) if m not in BOT_NAMES]
     ratings = fit.ratings if fit else {}
@@ -256,7 +324,13 @@ def train_generation(
         if on_iteration is not None:
             on_iteration(i, m)
 
-    train(net, config.ppo, players, _seed(config, generation, "train"), config.geometry, optimizer, record)
+    seed = _seed(config, generation, "train")
+    if config.learner(generation) == "alphazero":
+        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record)
+    else:
+        for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
+            group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
+        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record)
     ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict())
     store.save_snapshot(ckpt, metrics)
     return ckpt

@@ -49,7 +49,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -377,8 +377,7 @@ def model_card(store: MLflowStore, generation: int, fit: EloFit | None, win_vs_t
         "",
         f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels, "
         f"board {c.rows}x{c.cols}, connect {c.connect}.",
-        f"- Training: PPO self-play, {generation} generation(s) x {c.ppo.iterations} iterations x "
-        f"{c.ppo.games} games, against random, tactical, the best snapshots and itself.",
+        f"- Training: {replace(c, generations=generation).describe_training()}.",
     ]
     if fit is not None and member in fit.ratings:
         lo, hi = fit.ci95[member]

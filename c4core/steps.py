@@ -81,19 +81,17 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def _config(spec: Mapping[str, Any], device: str | None = None) -> Any:
     """The `LeagueConfig` of a spec, on `device` (None: the profile's device)."""
-    from c4core.league import profile
+    from c4core.league import profile, with_training
 
     overrides: dict[str, Any] = {"name": spec["league"]}
     if spec.get("generations") is not None:
         overrides["generations"] = int(spec["generations"])
     if spec.get("match_games") is not None:
         overrides["match_games"] = int(spec["match_games"])
-    ppo = {k: int(spec[k]) for k in ("iterations", "games") if spec.get(k) is not None}
-    if ppo:
-        overrides["ppo"] = ppo
     if device is not None:
         overrides["device"] = device
-    return profile(spec["profile"], **overrides)
+    training = {k: int(spec[k]) for k in ("iterations", "games") if spec.get(k) is not None}
+    return with_training(profile(spec["profile"], **overrides), **training)
 
 
 def _device(spec: Mapping[str, Any], training: bool) -> str:

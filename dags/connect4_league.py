@@ -58,9 +58,10 @@ PARAMS = {
     "profile": Param(
         "cpu",
         type="string",
-        enum=["smoke", "cpu", "gpu"],
+        enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
-        description_md="`smoke` (seconds, for tests), `cpu` (about 15 minutes on 2 cores) or `gpu` "
+        description_md="`smoke` (seconds, for tests), `cpu` (PPO, about 15 minutes on 2 cores), "
+        "`cpu-az` (`cpu`, then AlphaZero-style generations: about 1.5 hours on 2 cores) or `gpu` "
         "(the reference sizing; trains on CUDA).",
     ),
     "generations": Param(
@@ -76,8 +77,9 @@ PARAMS = {
         type=["null", "integer"],
         minimum=1,
         maximum=1000,
-        title="PPO iterations",
-        description_md="PPO iterations per generation, 1 to 1000 (empty: the profile's).",
+        title="Iterations",
+        description_md="Training iterations per generation, PPO or AlphaZero, 1 to 1000 (empty: the "
+        "profile's).",
     ),
     "games": Param(
         None,
@@ -86,7 +88,7 @@ PARAMS = {
         maximum=65536,
         multipleOf=2,
         title="Games per iteration",
-        description_md="Self-play games per PPO iteration: even, 2 to 65536 (empty: the profile's).",
+        description_md="Self-play games per training iteration: even, 2 to 65536 (empty: the profile's).",
     ),
     "match_games": Param(
         None,

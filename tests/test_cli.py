@@ -378,9 +378,20 @@ def test_league_smoke(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     # a rerun resumes the finished league at once and can report it as JSON
     rc, out, err = run(
-        capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--name", "x", "--json"
+        capsys,
+        "league",
+        "--profile",
+        "smoke",
+        "--dir",
+        str(tmp_path),
+        "--name",
+        "x",
+        "--json",
+        "--threads",
+        "3",
     )
     assert rc == 0, err
+    assert threads[-1] == 3
     data = json.loads(out)
     assert data["champion"] == name
     assert set(data["ratings"]) == {"random", "tactical", "gen1", "gen2"}

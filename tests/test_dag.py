@@ -34,6 +34,8 @@ from typing import Any
 import pytest
 from servers import free_port
 
+from c4core.league import PROFILES
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 DAG_ID = "connect4_league"
@@ -168,7 +170,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     for name in expected:
         schema = dag.params.get_param(name).schema
         assert schema.get("title") and schema.get("description_md"), name
-    assert dag.params.get_param("profile").schema["enum"] == ["smoke", "cpu", "gpu"]
+    assert dag.params.get_param("profile").schema["enum"] == list(PROFILES)
     assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
     good = {"league": "a-b.c_1", "generations": 20, "iterations": 3, "games": 64, "match_games": 2}
     bad = {
@@ -257,6 +259,8 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "match_games": None,
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
+    mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
+    assert (mixed.ppo.iterations, mixed.alphazero.iterations, mixed.alphazero.games) == (3, 3, 8)
     with pytest.raises(ValueError, match="unknown profile"):
         steps.resolve({"profile": "tpu"})
     with pytest.raises(ValueError, match="match_games"):

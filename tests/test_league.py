@@ -169,7 +169,7 @@ def _forbid(*_args, **_kwargs):
 def test_resume_redoes_nothing(smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_store(smoke, tmp_path)
     before = {p.name: p.read_bytes() for p in root.iterdir()}
-    monkeypatch.setattr(league, "train", _forbid)
+    monkeypatch.setattr(league, "train_ppo", _forbid)
     monkeypatch.setattr(league, "play_match", _forbid)
     again = run_league(LocalStore(root), SMOKE)
     assert again.fit.ratings == smoke.final.fit.ratings
@@ -187,7 +187,7 @@ def test_resume_after_a_killed_generation(
     lines = (root / "matches.jsonl").read_text().splitlines()
     (root / "matches.jsonl").write_text("\n".join(ln for ln in lines if "gen2" not in ln) + "\n")
     calls = {"train": 0, "play_match": 0}
-    real_train, real_play = league.train, league.play_match
+    real_train, real_play = league.train_ppo, league.play_match
 
     def counting_train(*a, **k):
         calls["train"] += 1
@@ -197,7 +197,7 @@ def test_resume_after_a_killed_generation(
         calls["play_match"] += 1
         return real_play(*a, **k)
 
-    monkeypatch.setattr(league, "train", counting_train)
+    monkeypatch.setattr(league, "train_ppo", counting_train)
     monkeypatch.setattr(league, "play_match", counting_play)
     again = run_league(LocalStore(root), SMOKE)
     assert calls == {"train": 1, "play_match": 3}
@@ -370,3 +370,65 @@ def test_profile_accepts_a_league_name_override() -> None:
     cfg = profile("smoke", name="t")
     assert cfg.name == "t" and cfg.profile == "smoke"
     assert replace(cfg, name="default") == profile("smoke")
+
+
+# ---- the AlphaZero-style learner in the league ---------------------------------------------------
+MIXED = profile(
+    "smoke",
+    name="mixed",
+    alphazero_from=2,
+    alphazero={"iterations": 1, "games": 8, "simulations": 4, "batch_size": 64, "epochs": 1.0},
+)
+
+
+def test_mixed_league_trains_gen2_by_alphazero_on_the_same_ladder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert [MIXED.learner(g) for g in (1, 2, 3)] == ["ppo", "alphazero", "alphazero"]
+    assert MIXED.iterations(1) == MIXED.ppo.iterations and MIXED.iterations(2) == 1
+    calls: list[str] = []
+    real_ppo, real_az = league.train_ppo, league.train_alphazero
+    monkeypatch.setattr(league, "train_ppo", lambda *a, **k: calls.append("ppo") or real_ppo(*a, **k))
+    monkeypatch.setattr(league, "train_alphazero", lambda *a, **k: calls.append("az") or real_az(*a, **k))
+    reports: list[GenerationReport] = []
+    iterations: list[tuple[int, int, dict[str, float]]] = []
+    final = run_league(
+        LocalStore(tmp_path / "m"), MIXED, reports.append, lambda g, i, m: iterations.append((g, i, m))
+    )
+    assert calls == ["ppo", "az"]
+    assert reports[1].opponents == ["self"]  # AlphaZero plays only itself
+    assert {"random", "tactical", "gen1", "gen2"} == set(final.fit.ratings)  # one ladder
+    az_metrics = [m for g, _, m in iterations if g == 2]
+    assert len(az_metrics) == 1 and "selfplay/proven_roots" in az_metrics[0]
+    # gen2 continued from gen1's weights
+    gen1, gen2 = LocalStore(tmp_path / "m").snapshot(1), LocalStore(tmp_path / "m").snapshot(2)
+    assert gen2 is not None and gen2.train_config["alphazero_from"] == 2
+    moved = [float((gen1.model[k] - gen2.model[k]).abs().max()) for k in gen1.model]
+    assert 0 < max(moved) < 1  # trained a little from gen1, not from a fresh init
+
+
+def test_training_hash_ignores_alphazero_settings_of_ppo_only_leagues() -> None:
+    h = SMOKE.training_hash()
+    assert replace(SMOKE, alphazero=replace(SMOKE.alphazero, simulations=7)).training_hash() == h
+    assert MIXED.training_hash() != h
+    assert (
+        replace(MIXED, alphazero=replace(MIXED.alphazero, simulations=7)).training_hash()
+        != MIXED.training_hash()
+    )
+    back = LeagueConfig.from_dict(json.loads(json.dumps(MIXED.to_dict())))
+    assert back == MIXED and back.training_hash() == MIXED.training_hash()
+
+
+def test_with_training_overrides_both_learners() -> None:
+    cfg = league.with_training(MIXED, iterations=3, games=10)
+    assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (
+        3,
+        3,
+        10,
+        10,
+    )
+    assert league.with_training(MIXED) == MIXED
+    assert "1 PPO generation" in MIXED.describe_training() and "1 AlphaZero" in MIXED.describe_training()
+    assert "AlphaZero" not in SMOKE.describe_training()
+    with pytest.raises(ValueError):
+        replace(MIXED, alphazero_from=-1)

@@ -262,7 +262,7 @@ def test_a_rerun_of_a_finished_league_trains_nothing_and_plays_nothing(
     def fail(*args, **kwargs):
         raise AssertionError("a finished league must not train or play")
 
-    monkeypatch.setattr(league, "train", fail)
+    monkeypatch.setattr(league, "train_ppo", fail)
     monkeypatch.setattr(league, "play_match", fail)
     client = tracked.client
     count = {k: len(runs_of(client, k, "t", ViewType.ALL)) for k in ("league", "generation", "match")}

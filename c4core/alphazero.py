@@ -1,0 +1,279 @@
+"""AlphaZero-style learner: self-play with search, trained on what the search found.
+
+Expert iteration (Silver et al. 2017, "Mastering the game of Go without human knowledge";
+Anthony et al. 2017, "Thinking fast and slow with deep learning and tree search"): one
+iteration plays `games` self-play games in a single batch, every move chosen by `c4core.search`
+with Dirichlet noise at the root, and records for every decision
+
+- the **policy target**: the root's visit distribution (proven-lost moves removed, one-hot on
+  the proof's move when the root is proven);
+- the **value target**: the exact value where MCTS-Solver proved the root, else a mix of the
+  game's outcome z and the search's root value q, ``(1 - q_weight) * z + q_weight * q``
+  (the z/q mix of Oracle's "Lessons from AlphaZero" Connect Four study: z alone is noisy,
+  q alone is biased towards the network's own view).
+
+The network is then fitted by cross-entropy to the policy targets plus squared error to the
+value targets on minibatches drawn uniformly from a **replay window** of the last
+`replay_iterations` iterations, with each position's left-right mirror added (supervised
+targets mirror exactly, unlike PPO's on-policy ratios). Moves are sampled in proportion to the
+visits for the first `temperature_plies` plies after the random opening, then played greedily.
+
+The learner plays only itself, as AlphaZero does; the league still rates every snapshot it
+produces against every member, on the same ladder as the PPO snapshots.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from c4core.batch import Boards, mirror_planes
+from c4core.bots import RandomBot
+from c4core.game import STANDARD, Geometry
+from c4core.match import WDL
+from c4core.net import PolicyValueNet
+from c4core.search import SearchConfig, search
+
+
+@dataclass(frozen=True)
+class AlphaZeroConfig:
+    """Hyperparameters of the AlphaZero-style learner, per generation."""
+
+    iterations: int = 10
+    """Self-play-then-update rounds per generation."""
+    games: int = 256
+    """Self-play games per iteration, all searched together in one batch."""
+    simulations: int = 64
+    """Search simulations per self-play move."""
+    c_puct: float = 1.5
+    """PUCT exploration constant of the self-play search."""
+    dirichlet_alpha: float = 1.0
+    """Root noise concentration (AlphaZero: about 10 / legal moves, so about 1.4 for 7 columns)."""
+    noise_fraction: float = 0.25
+    """Weight of the root noise in the priors."""
+    opening_plies: int = 4
+    """Fewest uniformly random plies that open a game (not trained on), so the games vary."""
+    opening_plies_max: int = 4
+    """Most random opening plies: each game draws its count uniformly from `opening_plies`
+    to this, so the net also learns positions that strong play never reaches (the solver
+    suites are random walks of 4 to 36 plies; people on the play page wander too)."""
+    temperature_plies: int = 8
+    """Plies after the opening whose move is sampled in proportion to the visits; greedy after."""
+    q_weight: float = 0.5
+    """Weight of the search's root value against the game outcome in unproven value targets."""
+    replay_iterations: int = 4
+    """Replay window: train on the samples of this many latest iterations."""
+    epochs: float = 2.0
+    """Gradient steps per iteration = epochs * new samples / batch_size (minibatches drawn from
+    the whole window, so a sample is seen about epochs * replay_iterations times)."""
+    batch_size: int = 512
+    """Samples per gradient step (before mirroring, which doubles it)."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    weight_decay: float = 1e-4
+    """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
+    mirror: bool = True
+    """Add every sample's left-right mirror to each minibatch."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 1 or self.simulations < 1 or self.batch_size < 1:
+            raise ValueError(f"bad AlphaZero config: {self}")
+        if not 0.0 <= self.q_weight <= 1.0:
+            raise ValueError("q_weight must be within 0..1")
+        if self.replay_iterations < 1 or not self.epochs > 0:
+            raise ValueError("replay_iterations must be at least 1 and epochs positive")
+        if self.opening_plies < 0 or self.temperature_plies < 0:
+            raise ValueError("opening_plies and temperature_plies must be 0 or more")
+        if self.opening_plies_max < self.opening_plies:
+            raise ValueError("opening_plies_max must be at least opening_plies")
+
+    @property
+    def search(self) -> SearchConfig:
+        """The self-play search: root noise on, greedy (the learner samples early moves itself)."""
+        return SearchConfig(
+            simulations=self.simulations,
+            c_puct=self.c_puct,
+            root_noise=True,
+            dirichlet_alpha=self.dirichlet_alpha,
+            noise_fraction=self.noise_fraction,
+            max_trees=self.games,
+        )
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Training positions (as bitboards, turned into planes per minibatch) and their targets."""
+
+    current: torch.Tensor
+    """[n] int64 stones of the side to move."""
+    mask: torch.Tensor
+    """[n] int64 all stones."""
+    ply: torch.Tensor
+    """[n] int64 stones on the board."""
+    policy: torch.Tensor
+    """[n, cols] float32 policy target (sums to 1 over legal columns)."""
+    value: torch.Tensor
+    """[n] float32 value target for the side to move, in -1..1."""
+    proven: torch.Tensor
+    """[n] bool: the value target is exact (MCTS-Solver proved the root), not a z/q estimate."""
+
+    def __len__(self) -> int:
+        return self.current.shape[0]
+
+    @staticmethod
+    def cat(parts: list[Samples]) -> Samples:
+        return Samples(*(torch.cat([getattr(p, f) for p in parts]) for f in Samples.__dataclass_fields__))
+
+    def take(self, idx: torch.Tensor) -> Samples:
+        return Samples(*(getattr(self, f)[idx] for f in Samples.__dataclass_fields__))
+
+    def boards(self, geometry: Geometry) -> Boards:
+        b = Boards(len(self), geometry, self.current.device)
+        b.current, b.mask, b.ply = self.current, self.mask, self.ply
+        return b
+
+
+def self_play(
+    net: PolicyValueNet,
+    config: AlphaZeroConfig,
+    generator: torch.Generator,
+    geometry: Geometry = STANDARD,
+) -> tuple[Samples, dict[str, float]]:
+    """Play `config.games` searched self-play games; returns every decision with its targets
+    and statistics (first player's W/D/L, game length, share of proven roots)."""
+    device = next(net.parameters()).device
+    boards = Boards(config.games, geometry, device)
+    opening = torch.randint(
+        config.opening_plies, config.opening_plies_max + 1, (config.games,), generator=generator
+    ).to(device)
+    opener = RandomBot()
+    for ply in range(config.opening_plies_max):
+        idx = torch.nonzero((opening > ply) & ~boards.done).squeeze(1)
+        sub = boards.select(idx)
+        sub.play(opener.act(sub, generator).to(device))
+        for name in ("current", "mask", "ply", "done", "result"):
+            getattr(boards, name)[idx] = getattr(sub, name)
+    sampled_until = (opening + config.temperature_plies).cpu()
+    scfg = config.search
+    rows: list[tuple[torch.Tensor, ...]] = []
+    proven_roots = decisions = 0
+    net.eval()
+    while not bool(boards.done.all()):
+        live = torch.nonzero(~boards.done).squeeze(1)
+        r = search(net, boards.select(live), scfg, generator)
+        probs = torch.from_numpy(r.probs).float()
+        cols = torch.from_numpy(r.columns)
+        early = torch.nonzero(boards.ply[live].cpu() < sampled_until[live.cpu()]).squeeze(1)
+        if len(early):
+            cols[early] = torch.multinomial(probs[early], 1, generator=generator).squeeze(1)
+        proven = torch.from_numpy(r.proven).float()  # NaN where search proved nothing
+        rows.append(
+            (
+                live.cpu(),
+                boards.current[live].cpu(),
+                boards.mask[live].cpu(),
+                boards.ply[live].cpu(),
+                probs,
+                torch.from_numpy(r.values).float(),
+                proven,
+            )
+        )
+        proven_roots += int((~torch.isnan(proven)).sum())
+        decisions += len(live)
+        full = torch.zeros(len(boards), dtype=torch.int64, device=device)
+        full[live] = cols.to(device)
+        boards.play(full)
+
+    game, current, mask, ply, policy, q, exact = (torch.cat(x) for x in zip(*rows, strict=True))
+    result = boards.result.cpu()[game].float()
+    z = torch.where(ply % 2 == 0, result, -result)  # the outcome for the side to move
+    value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
+    samples = Samples(current, mask, ply, policy, value, ~torch.isnan(exact))
+    wdl = WDL.of(boards.result.cpu().numpy())
+    stats = {
+        "vs/self/win": wdl.win / wdl.games,
+        "vs/self/draw": wdl.draw / wdl.games,
+        "vs/self/loss": wdl.loss / wdl.games,
+        "selfplay/plies": float(boards.ply.float().mean()),
+        "selfplay/proven_roots": proven_roots / max(decisions, 1),
+    }
+    return samples, stats
+
+
+def fit(
+    net: PolicyValueNet,
+    optimizer: torch.optim.Optimizer,
+    window: Samples,
+    steps: int,
+    config: AlphaZeroConfig,
+    generator: torch.Generator,
+    geometry: Geometry = STANDARD,
+) -> dict[str, float]:
+    """`steps` gradient steps on uniform minibatches of the replay window; mean losses."""
+    device = next(net.parameters()).device
+    net.train()
+    totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
+    for _ in range(steps):
+        idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
+        batch = window.take(idx)
+        boards = batch.boards(geometry)
+        planes, legal = boards.planes(), boards.legal()
+        policy, value = batch.policy, batch.value
+        if config.mirror:
+            planes = torch.cat((planes, mirror_planes(planes)))
+            legal = torch.cat((legal, legal.flip(1)))
+            policy = torch.cat((policy, policy.flip(1)))
+            value = torch.cat((value, value))
+        logits, predicted = net(planes.to(device), legal.to(device))
+        logp = torch.log_softmax(logits, 1)
+        policy_loss = -(policy.to(device) * logp).sum(1).mean()
+        value_loss = F.mse_loss(predicted, value.to(device))
+        loss = policy_loss + value_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        totals["policy"] += policy_loss.item()
+        totals["value"] += value_loss.item()
+        totals["entropy"] += float(-(logp.exp() * logp).sum(1).mean().detach())
+    net.eval()
+    return {k: v / max(steps, 1) for k, v in totals.items()}
+
+
+def train(
+    net: PolicyValueNet,
+    config: AlphaZeroConfig,
+    seed: int,
+    geometry: Geometry = STANDARD,
+    optimizer: torch.optim.Optimizer | None = None,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+) -> torch.optim.Optimizer:
+    """Run `config.iterations` self-play-and-fit iterations in place; returns the optimizer.
+
+    `on_iteration(i, metrics)` receives ``losses/{policy,value,entropy}``,
+    ``vs/self/{win,draw,loss}`` (the first player's), ``selfplay/*`` and ``charts/*``.
+    """
+    if optimizer is None:
+        optimizer = torch.optim.Adam(net.parameters())
+    for group in optimizer.param_groups:  # a resumed optimizer keeps its moments, not its settings
+        group["lr"], group["weight_decay"] = config.learning_rate, config.weight_decay
+    gen = torch.Generator().manual_seed(seed)
+    window: list[Samples] = []
+    for it in range(config.iterations):
+        start = time.perf_counter()
+        samples, stats = self_play(net, config, gen, geometry)
+        played = time.perf_counter() - start
+        window = (window + [samples])[-config.replay_iterations :]
+        steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
+        losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, geometry)
+        metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
+        metrics["charts/decisions"] = float(len(samples))
+        metrics["charts/selfplay_seconds"] = played
+        metrics["charts/seconds"] = time.perf_counter() - start
+        if on_iteration is not None:
+            on_iteration(it, metrics)
+    return optimizer

@@ -1,0 +1,209 @@
+"""The AlphaZero-style learner (`c4core.alphazero`): self-play targets, the fit, the loop.
+
+Tiny nets on the standard board and on 4x4 connect-3, where the exact solver checks the value
+targets that MCTS-Solver proves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from c4core.alphazero import AlphaZeroConfig, Samples, fit, self_play, train
+from c4core.game import STANDARD, Geometry, Position
+from c4core.net import NetConfig, PolicyValueNet
+from c4core.solver import Solver
+
+SEED = 97
+SMALL = Geometry(4, 4, 3)
+TINY = AlphaZeroConfig(
+    iterations=2,
+    games=8,
+    simulations=8,
+    opening_plies=2,
+    opening_plies_max=2,
+    temperature_plies=2,
+    batch_size=64,
+    epochs=1.0,
+)
+
+
+def tiny_net(geometry: Geometry = STANDARD, seed: int = SEED) -> PolicyValueNet:
+    torch.manual_seed(seed)
+    return PolicyValueNet(
+        NetConfig(blocks=1, channels=8, value_hidden=8, rows=geometry.rows, cols=geometry.cols)
+    )
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(SEED)
+
+
+@pytest.fixture(scope="module")
+def played() -> tuple[Samples, dict[str, float]]:
+    torch.set_num_threads(1)  # module fixtures run before the per-test one
+    return self_play(tiny_net(), TINY, torch.Generator().manual_seed(SEED))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"games": 0},
+        {"simulations": 0},
+        {"q_weight": 1.5},
+        {"replay_iterations": 0},
+        {"epochs": 0.0},
+        {"opening_plies": -1},
+        {"batch_size": 0},
+        {"opening_plies": 5, "opening_plies_max": 4},
+    ],
+)
+def test_config_validation(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        AlphaZeroConfig(**bad)
+
+
+def test_self_play_search_has_noise_and_is_greedy() -> None:
+    s = TINY.search
+    assert s.root_noise and s.temperature == 0 and s.simulations == TINY.simulations
+    assert s.max_trees >= TINY.games  # every game's tree in one batch
+
+
+def test_policy_targets_are_distributions_over_legal_moves(played: tuple[Samples, dict]) -> None:
+    samples, _ = played
+    boards = samples.boards(STANDARD)
+    legal = boards.legal()
+    assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
+    assert bool((samples.policy[~legal] == 0).all())
+    assert bool((samples.value.abs() <= 1).all())
+
+
+def test_samples_cover_every_decision_after_the_opening(played: tuple[Samples, dict]) -> None:
+    samples, stats = played
+    assert int(samples.ply.min()) == TINY.opening_plies
+    # one decision per ply from the opening to each game's end
+    assert len(samples) == round((stats["selfplay/plies"] - TINY.opening_plies) * TINY.games)
+    assert stats["vs/self/win"] + stats["vs/self/draw"] + stats["vs/self/loss"] == pytest.approx(1.0)
+    assert 0 <= stats["selfplay/proven_roots"] <= 1
+    # stones: the side to move has ply // 2 stones on the board, the opponent the rest
+    counts = torch.tensor([bin(int(c)).count("1") for c in samples.current])
+    assert bool((counts == samples.ply // 2).all())
+
+
+def test_random_openings_vary_per_game(gen: torch.Generator) -> None:
+    """Each game draws its own opening length, so searched play starts at many plies. No game
+    ends before ply 7 on 6x7, so the decisions at ply p (p <= 6) are exactly the games whose
+    opening was at most p plies long: a count that grows with p and stays below the games."""
+    cfg = replace(TINY, games=32, simulations=2, opening_plies=1, opening_plies_max=12)
+    samples, _ = self_play(tiny_net(), cfg, gen)
+    counts = [int((samples.ply == p).sum()) for p in range(7)]
+    assert counts[0] == 0 and int(samples.ply.min()) == 1
+    assert all(a <= b for a, b in zip(counts[1:], counts[2:], strict=False))
+    assert 0 < counts[1] < counts[6] < cfg.games
+
+
+def test_proven_value_targets_agree_with_the_solver() -> None:
+    """On 4x4 connect-3 search proves many roots; those targets are the exact game values."""
+    cfg = replace(TINY, games=16, simulations=32, opening_plies=0, opening_plies_max=0)
+    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
+    solver = Solver(SMALL)
+    proven = torch.nonzero(samples.proven).squeeze(1).tolist()
+    assert len(proven) > len(samples) // 2
+    assert stats["selfplay/proven_roots"] == pytest.approx(len(proven) / len(samples))
+    for i in proven:
+        score = solver.score(Position(int(samples.current[i]), int(samples.mask[i]), SMALL))
+        assert float(samples.value[i]) == (score > 0) - (score < 0)
+
+
+def test_unproven_value_targets_mix_outcome_and_search(gen: torch.Generator) -> None:
+    """With q_weight 0 an unproven target is the game's outcome for the side to move, so the
+    two sides of one game get opposite targets; with q_weight 1 it is the search's value."""
+    cfg = replace(TINY, games=1, simulations=2, q_weight=0.0)
+    samples, stats = self_play(tiny_net(), cfg, gen)
+    z = stats["vs/self/win"] - stats["vs/self/loss"]  # one game: +1, 0 or -1 for the first player
+    outcome = torch.where(samples.ply % 2 == 0, z, -z)
+    unproven = ~samples.proven
+    assert bool(unproven.any())
+    assert torch.equal(samples.value[unproven], outcome[unproven].float())
+    searched, _ = self_play(tiny_net(), replace(cfg, q_weight=1.0), torch.Generator().manual_seed(SEED))
+    estimates = searched.value[~searched.proven]
+    assert bool(((estimates > -1) & (estimates < 1)).all())  # root means, never a bare outcome
+
+
+def test_fit_learns_a_fixed_window(played: tuple[Samples, dict], gen: torch.Generator) -> None:
+    samples, _ = played
+    net = tiny_net(seed=SEED + 1)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    first = fit(net, optimizer, samples, 1, TINY, gen)
+    for _ in range(20):
+        last = fit(net, optimizer, samples, 5, TINY, gen)
+    assert last["policy"] + last["value"] < first["policy"] + first["value"]
+    assert not net.training  # left ready to play
+
+
+def test_mirrored_minibatch_flips_targets(played: tuple[Samples, dict]) -> None:
+    """A symmetric net (weights mirrored into themselves) has the same loss with mirroring on
+    and off, because every mirrored sample's targets are flipped with its planes."""
+    samples, _ = played
+    net = tiny_net(seed=SEED + 2)
+    rows, cols = STANDARD.rows, STANDARD.cols
+    with torch.no_grad():
+        for conv in (m for m in net.modules() if isinstance(m, torch.nn.Conv2d)):
+            conv.weight.copy_((conv.weight + conv.weight.flip(-1)) / 2)
+        w = net.value_fc1.weight.view(-1, rows, cols)
+        w.copy_((w + w.flip(-1)) / 2)
+        w = net.policy_fc.weight.view(cols, 2, rows, cols)  # column c reads cell j as c' reads j'
+        w.copy_((w + w.flip(0).flip(-1)) / 2)
+        net.policy_fc.bias.copy_((net.policy_fc.bias + net.policy_fc.bias.flip(0)) / 2)
+    on = replace(TINY, mirror=True, batch_size=len(samples))
+    off = replace(TINY, mirror=False, batch_size=len(samples))
+    sgd = torch.optim.SGD(net.parameters(), lr=0.0)
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    a, b = fit(net, sgd, samples, 1, on, g1), fit(net, sgd, samples, 1, off, g2)
+    assert a["value"] == pytest.approx(b["value"], rel=1e-4)
+    assert a["policy"] == pytest.approx(b["policy"], rel=1e-4)
+
+
+def test_train_reports_every_iteration_and_is_reproducible() -> None:
+    seen: list[tuple[int, dict[str, float]]] = []
+    net1, net2 = tiny_net(), tiny_net()
+    train(net1, TINY, seed=5, on_iteration=lambda i, m: seen.append((i, m)))
+    train(net2, TINY, seed=5)
+    assert [i for i, _ in seen] == list(range(TINY.iterations))
+    for key in ("losses/policy", "losses/value", "vs/self/win", "selfplay/plies", "charts/seconds"):
+        assert all(key in m for _, m in seen)
+    for p1, p2 in zip(net1.parameters(), net2.parameters(), strict=True):
+        assert torch.equal(p1, p2)
+
+
+def test_train_resets_a_resumed_optimizer_settings() -> None:
+    net = tiny_net()
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.5)
+    train(net, replace(TINY, iterations=1), seed=1, optimizer=optimizer)
+    assert optimizer.param_groups[0]["lr"] == TINY.learning_rate
+    assert optimizer.param_groups[0]["weight_decay"] == TINY.weight_decay
+
+
+def test_replay_window_holds_latest_iterations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fit sees the samples of at most `replay_iterations` iterations."""
+    import c4core.alphazero as az
+
+    sizes: list[int] = []
+    new: list[int] = []
+    real_fit, real_play = az.fit, az.self_play
+
+    def spy_fit(net, optimizer, window, steps, config, generator, geometry=STANDARD):
+        sizes.append(len(window))
+        return real_fit(net, optimizer, window, steps, config, generator, geometry)
+
+    def spy_play(*args, **kwargs):
+        out = real_play(*args, **kwargs)
+        new.append(len(out[0]))
+        return out
+
+    monkeypatch.setattr(az, "fit", spy_fit)
+    monkeypatch.setattr(az, "self_play", spy_play)
+    train(tiny_net(), replace(TINY, iterations=4, replay_iterations=2), seed=3)
+    assert sizes == [new[0], new[0] + new[1], new[1] + new[2], new[2] + new[3]]
