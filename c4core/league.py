@@ -1,9 +1,11 @@
 """The league: members, results, `pick_opponents`, and the generation step everything calls.
 
 Members are the two scripted bots plus one frozen snapshot per generation (``gen1``, ``gen2``,
-...). A generation trains the learner (continuing from the previous snapshot) against the bots,
-the three highest-rated snapshots and itself; the new snapshot then plays every member, and one
-joint Elo fit over all recorded results rates everyone. The champion is the best-rated snapshot.
+...). A generation trains the learner, continuing from the previous snapshot: PPO against the
+bots, the three highest-rated snapshots and itself, or, from generation `alphazero_from` on, the
+AlphaZero-style learner against itself with search. The new snapshot then plays every member,
+and one joint Elo fit over all recorded results rates everyone, whichever learner made it. The
+champion is the best-rated snapshot.
 
 The league's state lives behind `LeagueStore`, so the same steps run on a local folder (here)
 or on MLflow (`c4core.registry`), and every step is idempotent: a snapshot or match that the

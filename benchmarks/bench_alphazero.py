@@ -1,0 +1,81 @@
+"""AlphaZero-style learner variants: suite strength over wall time, from a given checkpoint.
+
+Continues a network (usually a PPO league's champion) with the AlphaZero-style learner for
+`--minutes`, and after every `--every` iterations scores it on the solver-labelled suite, raw
+(greedy) and with 256 simulations of search. The replay window lives for the whole run. Run
+variants side by side, one torch thread each, so they share the machine equally:
+
+    python benchmarks/bench_alphazero.py runs/cpu/gen6.pt '{"games": 256}' &
+    python benchmarks/bench_alphazero.py runs/cpu/gen6.pt '{"games": 1024}' &
+
+The JSON overrides `AlphaZeroConfig` fields (`iterations` is ignored: the run is timed).
+Each line: iterations, seconds, raw keeps-the-result, searched keeps-the-result, losses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+import torch
+
+from c4core.alphazero import AlphaZeroConfig, train
+from c4core.net import Checkpoint, NetPlayer
+from c4core.search import SearchPlayer
+from c4core.suite import default_suite_path, evaluate_suite, load_suite
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="the network to continue (a .pt snapshot)")
+    p.add_argument("overrides", nargs="?", default="{}", help="JSON of AlphaZeroConfig overrides")
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--every", type=int, default=5)
+    p.add_argument("--suite", default=None, help="solver-labelled suite (default: the shared dev suite)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    path = args.suite or default_suite_path()
+    if path is None:
+        p.error("no suite: pass --suite FILE")
+    suite = load_suite(path)
+    net = Checkpoint.load(args.checkpoint).build()
+    config = replace(AlphaZeroConfig(**json.loads(args.overrides)), iterations=1_000_000)
+    scoring = [0.0]  # seconds spent on the suite, left out of the training time
+
+    def score() -> str:
+        t = time.perf_counter()
+        raw = evaluate_suite(NetPlayer(net, "net"), suite).total.keeps_rate
+        searched = evaluate_suite(SearchPlayer(net, 256), suite).total.keeps_rate
+        scoring[0] += time.perf_counter() - t
+        return f"{raw:9.3f}  {searched:13.3f}"
+
+    print(f"# {args.checkpoint} {args.overrides}")
+    print("iteration  seconds  raw_keeps  mcts256_keeps  policy_loss  value_loss")
+    print(f"{0:9d}  {0:7.0f}  {score()}", flush=True)
+    start = time.perf_counter()
+    scoring[0] = 0.0
+
+    def on_iteration(i: int, m: dict[str, float]) -> None:
+        if (i + 1) % args.every == 0:
+            elapsed = time.perf_counter() - start - scoring[0]
+            losses = f"{m['losses/policy']:11.3f}  {m['losses/value']:10.3f}"
+            print(f"{i + 1:9d}  {elapsed:7.0f}  {score()}  {losses}", flush=True)
+            if elapsed > args.minutes * 60:
+                raise _Timeout
+
+    try:
+        train(net, config, args.seed, on_iteration=on_iteration)
+    except _Timeout:
+        pass
+
+
+class _Timeout(Exception):
+    """Raised from the iteration callback to end a timed run."""
+
+
+if __name__ == "__main__":
+    main()
