@@ -323,7 +323,10 @@ def cmd_league(args: argparse.Namespace) -> int:
 
         def on_iteration(g: int, i: int, m: dict[str, float]) -> None:
             bar.set_description(f"gen {g}")
-            bar.set_postfix(vs_tactical=f"{m.get('vs/tactical/win', 0):.2f}", refresh=False)
+            if "vs/tactical/win" in m:  # PPO plays the bot; AlphaZero only itself
+                bar.set_postfix(vs_tactical=f"{m['vs/tactical/win']:.2f}", refresh=False)
+            else:
+                bar.set_postfix(policy_loss=f"{m.get('losses/policy', 0):.3f}", refresh=False)
             bar.update(1)
 
         def on_generation(r: Any) -> None:

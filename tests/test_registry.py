@@ -153,6 +153,7 @@ def test_every_snapshot_is_a_version_with_tags_card_signature_and_example(tracke
         assert lo <= float(v.tags["elo"]) <= hi
         assert 0.0 <= float(v.tags["win_vs_tactical"]) <= 1.0
         assert member in v.description and "Elo" in v.description
+        assert f"{g} PPO generation(s)" in v.description  # the card counts its own generations
         code = {f.path for f in tracked.client.list_artifacts(v.run_id, "model/code")}
         assert code == {"model/code/c4core"}  # exactly the package, shipped with the model
     client = tracked.client
