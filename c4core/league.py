@@ -157,7 +157,7 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=400,
     ),
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
-    # from them: under 1.5 hours on 2 cores (docs/BENCHMARKS.md)
+    # from them: 87 minutes on 2 cores (docs/BENCHMARKS.md)
     "cpu-az": LeagueConfig(
         profile="cpu-az",
         generations=18,

@@ -534,7 +534,7 @@ def draw_training(rep: LeagueReport) -> Any:
         x0 += len(its)
     panels = [
         (axes[0, 0], "win rate against each opponent", sorted(k for k in series if k.startswith("vs/"))),
-        (axes[0, 1], "policy loss", ["losses/policy"]),
+        (axes[0, 1], "policy loss (PPO: clipped surrogate; AlphaZero: cross-entropy)", ["losses/policy"]),
         (axes[1, 0], "value loss", ["losses/value"]),
         (axes[1, 1], "entropy", ["losses/entropy"]),
     ]
@@ -556,10 +556,11 @@ def draw_training(rep: LeagueReport) -> Any:
     axes[0, 0].set_ylim(-0.03, 1.03)
     if series:
         axes[0, 0].legend(fontsize=7, ncol=2, loc="lower right")
+    every = max(1, math.ceil(len(starts) / 10))  # at most about ten labels, so they never collide
+    shown = starts[::every]
     for ax in axes[1]:
-        ticks = [s + n / 2 - 0.5 for s, _, n in starts]
-        ax.set_xticks(ticks, [f"gen {g}" for _, g, _ in starts])
-        ax.set_xlabel("iterations, generation by generation")
+        ax.set_xticks([s + n / 2 - 0.5 for s, _, n in shown], [str(g) for _, g, _ in shown])
+        ax.set_xlabel("iterations, generation by generation (generation numbers below)")
     fig.suptitle(f"League {rep.data.name}: training per iteration")
     return fig
 
