@@ -1,6 +1,7 @@
-"""Test helpers that start real servers on 127.0.0.1: a free port, and an MLflow tracking server
-(one of the `mlflow/` scripts) whose artifacts go to moto's S3. Shared by the test files that
-need them; pytest puts this folder on `sys.path`, so they import it as `servers`."""
+"""Test helpers for real servers on 127.0.0.1: a free port, an MLflow tracking server (one of the
+`mlflow/` scripts) whose artifacts go to moto's S3, and checks of what a league leaves on such a
+server. Shared by the test files that need them; pytest puts this folder on `sys.path`, so they
+import it as `servers`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,3 +101,31 @@ def tracking_server(
                 continue
         log.close()
         moto.stop()
+
+
+def runs_of(client: Any, kind: str, league_name: str, view: int | None = None) -> list:
+    """The league's runs of one kind (``league``, ``generation``, ``match``); active ones by default."""
+    from mlflow.entities import ViewType
+
+    exp = client.get_experiment_by_name("connect4-league")
+    flt = f"tags.`c4.kind` = '{kind}' and tags.league = '{league_name}'"
+    view = ViewType.ACTIVE_ONLY if view is None else view
+    return client.search_runs([exp.experiment_id], flt, run_view_type=view, max_results=1000)
+
+
+def check_smoke_league_on_server(store: Any, client: Any, final: Any, league: str) -> None:
+    """What a finished two-generation smoke league leaves on a tracking server: a version per
+    snapshot with its tags, the champion in Production under the alias, one record per pairing."""
+    import json
+
+    from c4core.registry import CHAMPION_ALIAS, MODEL_NAME, league_versions, pair_key
+
+    versions = league_versions(store)
+    assert sorted(versions) == [1, 2]
+    for g, v in versions.items():
+        assert {"league", "generation", "elo", "elo_ci95", "win_vs_tactical"} <= v.tags.keys()
+        assert v.tags["generation"] == str(g)
+    champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
+    assert champ.current_stage == "Production" and champ.tags["member"] == final.report.champion
+    records = [json.loads(r.data.tags["c4.record"]) for r in runs_of(client, "match", league)]
+    assert len(records) == 5 and len({pair_key(r["a"], r["b"]) for r in records}) == 5

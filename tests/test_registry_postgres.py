@@ -14,7 +14,6 @@ which case it fails.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import pwd
 import shutil
@@ -26,8 +25,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from mlflow.entities import ViewType
-from servers import Server, free_port, tracking_server
+from servers import Server, check_smoke_league_on_server, free_port, runs_of, tracking_server
 
 from c4core.league import profile
 from c4core.registry import (
@@ -35,8 +33,6 @@ from c4core.registry import (
     MODEL_NAME,
     MLflowStore,
     Tracking,
-    league_versions,
-    pair_key,
     run_league_tracked,
 )
 
@@ -131,12 +127,6 @@ def pg_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> I
         yield server
 
 
-def runs_of(client, kind: str, league_name: str, view: int = ViewType.ACTIVE_ONLY) -> list:
-    exp = client.get_experiment_by_name("connect4-league")
-    flt = f"tags.`c4.kind` = '{kind}' and tags.league = '{league_name}'"
-    return client.search_runs([exp.experiment_id], flt, run_view_type=view, max_results=1000)
-
-
 @pytest.mark.slow
 def test_a_league_against_postgres_and_s3(pg_server: Server, postgres: Postgres) -> None:
     threads = torch.get_num_threads()
@@ -151,18 +141,11 @@ def test_a_league_against_postgres_and_s3(pg_server: Server, postgres: Postgres)
     client = tracking.client()
 
     # the registry, through the server
-    versions = league_versions(store)
-    assert sorted(versions) == [1, 2]
-    for g, v in versions.items():
-        assert {"league", "generation", "elo", "elo_ci95", "win_vs_tactical"} <= v.tags.keys()
-        assert v.tags["generation"] == str(g)
+    check_smoke_league_on_server(store, client, final, "pg")
     champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
-    assert champ.current_stage == "Production" and champ.tags["member"] == final.report.champion
     assert final.champion_version.version == champ.version
     stages = {v.version: v.current_stage for v in client.search_model_versions(f"name = '{MODEL_NAME}'")}
     assert [v for v, s in stages.items() if s == "Production"] == [champ.version]
-    records = [json.loads(r.data.tags["c4.record"]) for r in runs_of(client, "match", "pg")]
-    assert len(records) == 5 and len({pair_key(r["a"], r["b"]) for r in records}) == 5
 
     # the bytes, in S3 (uploaded by the server: the client holds no S3 credentials)
     listing = pg_server.s3.list_objects_v2(Bucket=pg_server.bucket, Prefix=pg_server.prefix)
