@@ -26,6 +26,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_http(url: str, proc: subprocess.Popen, log: Path, what: str, timeout: float) -> None:
+    """Poll `url` until it answers 2xx; fail with the tail of `log` if `proc` exits first or
+    `timeout` seconds pass."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if requests.get(url, timeout=2).ok:
+                return
+        except requests.ConnectionError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
 @dataclass
 class Server:
     """A running tracking server and the S3 bucket that holds its artifacts."""
@@ -42,7 +59,6 @@ def tracking_server(
 ) -> Iterator[Server]:
     """Run ``mlflow/<script>`` on a free port with artifacts in ``s3://<bucket>/mlflow`` (moto)."""
     import boto3
-    import requests
     from moto.server import ThreadedMotoServer
 
     s3_port, port = free_port(), free_port()
@@ -77,16 +93,7 @@ def tracking_server(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if requests.get(f"{url}/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+        wait_for_http(f"{url}/health", proc, log_path, "mlflow server", 180)
         yield Server(url, s3, bucket)
     finally:
         for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):  # the whole process group

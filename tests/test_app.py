@@ -26,7 +26,7 @@ import torch
 from fastapi.testclient import TestClient
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.tracking import MlflowClient
-from servers import free_port
+from servers import free_port, wait_for_http
 
 from c4core.app import MAX_SIMULATIONS, STATIC, ChampionSource, create_app, parse_move_request
 from c4core.cli import build_parser, cmd_play
@@ -370,22 +370,14 @@ def test_c4_serve_app_serves_the_page_on_localhost(tracking: Tracking, tmp_path:
         pytest.skip(f"no c4 script next to {sys.executable}")
     port = free_port()
     env = os.environ | {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": tracking.tracking_uri}
-    log = (tmp_path / "serve-app.log").open("w")
+    log_path = tmp_path / "serve-app.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [str(C4), "serve-app", "--port", str(port), "--refresh", "1"], env=env, stdout=log, stderr=log
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if requests.get(f"{url}/api/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None, (tmp_path / "serve-app.log").read_text()
-            assert time.monotonic() < deadline, "c4 serve-app did not start"
-            time.sleep(0.3)
+        wait_for_http(f"{url}/api/health", proc, log_path, "c4 serve-app", 90)
         assert requests.get(f"{url}/api/champion", timeout=5).json()["name"] == "connect4/1"
         r = requests.post(f"{url}/api/move", json={"moves": "4453"}, timeout=10)
         assert r.status_code == 200 and r.json()["column"] in range(7)

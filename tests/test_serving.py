@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +25,7 @@ import requests
 import torch
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
-from servers import free_port
+from servers import free_port, wait_for_http
 
 from c4core.game import Position
 from c4core.league import profile
@@ -202,18 +201,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         )
         urls[key] = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
         for (key, url), proc in zip(urls.items(), procs, strict=True):
-            while True:
-                try:
-                    if requests.get(f"{url}/ping", timeout=2).ok:
-                        break
-                except requests.ConnectionError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log_text = (root / f"{key}.log").read_text()[-3000:]
-                    raise RuntimeError(f"mlflow models serve ({key}) did not start:\n{log_text}")
-                time.sleep(0.5)
+            wait_for_http(f"{url}/ping", proc, root / f"{key}.log", f"mlflow models serve ({key})", 240)
         yield urls
     finally:
         for proc in procs:
