@@ -18,6 +18,12 @@ value targets on minibatches drawn uniformly from a **replay window** of the las
 targets mirror exactly, unlike PPO's on-policy ratios). Moves are sampled in proportion to the
 visits for the first `temperature_plies` plies after the random opening, then played greedily.
 
+With `solve_from`, the exact solver (`c4core.solver`) rescores the targets as Leela Chess Zero
+rescores its games with endgame tablebases: late decisions it settles cheaply get their exact
+result as value target, and each game's earlier decisions take the exact result of its first
+settled position as their outcome z. The openings, where the suite's hard positions are, stay
+the network's to learn: the solver would need seconds to minutes a position there.
+
 The learner plays only itself, as AlphaZero does; the league still rates every snapshot it
 produces against every member, on the same ladder as the PPO snapshots.
 """
@@ -34,10 +40,11 @@ from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot
-from c4core.game import STANDARD, Geometry
+from c4core.game import STANDARD, Geometry, Position
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
 from c4core.search import SearchConfig, search
+from c4core.solver import Solver
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,15 @@ class AlphaZeroConfig:
     """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
     mirror: bool = True
     """Add every sample's left-right mirror to each minibatch."""
+    solve_from: int = 0
+    """Rescore self-play with the exact solver (`c4core.solver`) from this ply on; 0 never.
+    Decisions at or past it that the solver settles within `solve_nodes` take their exact
+    result (win, draw or loss) as value target, and each game's earlier decisions take, as
+    their outcome z, the exact result of the game's first settled position instead of how the
+    noisy self-play continuation happened to end (Leela Chess Zero rescores its training games
+    with endgame tablebases the same way). Openings stay the network's own to learn."""
+    solve_nodes: int = 200_000
+    """Node budget of one exact solve: a position that needs more keeps its search targets."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.simulations < 1 or self.batch_size < 1:
@@ -91,6 +107,8 @@ class AlphaZeroConfig:
             raise ValueError("opening_plies and temperature_plies must be 0 or more")
         if self.opening_plies_max < self.opening_plies:
             raise ValueError("opening_plies_max must be at least opening_plies")
+        if self.solve_from < 0 or self.solve_nodes < 1:
+            raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
 
     @property
     def search(self) -> SearchConfig:
@@ -143,9 +161,11 @@ def self_play(
     config: AlphaZeroConfig,
     generator: torch.Generator,
     geometry: Geometry = STANDARD,
+    solver: Solver | None = None,
 ) -> tuple[Samples, dict[str, float]]:
     """Play `config.games` searched self-play games; returns every decision with its targets
-    and statistics (first player's W/D/L, game length, share of proven roots)."""
+    and statistics (first player's W/D/L, game length, share of proven roots). With
+    `config.solve_from`, `solver` rescores the targets (one is made when none is given)."""
     device = next(net.parameters()).device
     boards = Boards(config.games, geometry, device)
     opening = torch.randint(
@@ -190,7 +210,22 @@ def self_play(
         boards.play(full)
 
     game, current, mask, ply, policy, q, exact = (torch.cat(x) for x in zip(*rows, strict=True))
-    result = boards.result.cpu()[game].float()
+    result = boards.result.cpu().float()  # for the first player
+    solve_stats: dict[str, float] = {}
+    if config.solve_from:
+        start = time.perf_counter()
+        solved = _rescore(
+            solver or Solver(geometry, max_nodes=config.solve_nodes), config, game, current, mask, ply
+        )
+        exact = torch.where(torch.isnan(solved), exact, solved)
+        result = _adjudicate(result, game, ply, solved)
+        solve_stats = {
+            "selfplay/solved": float(
+                (~torch.isnan(solved)).sum() / max(int((ply >= config.solve_from).sum()), 1)
+            ),
+            "charts/solve_seconds": time.perf_counter() - start,
+        }
+    result = result[game]
     z = torch.where(ply % 2 == 0, result, -result)  # the outcome for the side to move
     value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
     samples = Samples(current, mask, ply, policy, value, ~torch.isnan(exact))
@@ -201,8 +236,46 @@ def self_play(
         "vs/self/loss": wdl.loss / wdl.games,
         "selfplay/plies": float(boards.ply.float().mean()),
         "selfplay/proven_roots": proven_roots / max(decisions, 1),
-    }
+    } | solve_stats
     return samples, stats
+
+
+def _rescore(
+    solver: Solver,
+    config: AlphaZeroConfig,
+    game: torch.Tensor,
+    current: torch.Tensor,
+    mask: torch.Tensor,
+    ply: torch.Tensor,
+) -> torch.Tensor:
+    """Exact result (+1, 0, -1 for the side to move) of each decision at or past
+    `config.solve_from` that the solver settles within its budget; NaN elsewhere. Each game is
+    solved from its end backwards, so the table built on later positions speeds up earlier ones."""
+    solved = torch.full((len(ply),), float("nan"))
+    late = torch.nonzero(ply >= config.solve_from).squeeze(1)
+    order = late[torch.argsort(ply[late], descending=True, stable=True)]
+    for i in order.tolist():
+        pos = Position(int(current[i]), int(mask[i]), solver.geometry)
+        value = solver.score(pos, weak=True)
+        if value is not None:
+            solved[i] = float(value)
+    return solved
+
+
+def _adjudicate(
+    result: torch.Tensor, game: torch.Tensor, ply: torch.Tensor, solved: torch.Tensor
+) -> torch.Tensor:
+    """Each game's result (for the first player) replaced by the exact result of its first
+    settled decision, where it has one."""
+    out = result.clone()
+    settled = torch.nonzero(~torch.isnan(solved)).squeeze(1)
+    seen: set[int] = set()
+    for i in settled[torch.argsort(ply[settled], stable=True)].tolist():  # earliest first
+        g = int(game[i])
+        if g not in seen:
+            seen.add(g)
+            out[g] = solved[i] if int(ply[i]) % 2 == 0 else -solved[i]
+    return out
 
 
 def fit(
@@ -263,9 +336,11 @@ def train(
         group["lr"], group["weight_decay"] = config.learning_rate, config.weight_decay
     gen = torch.Generator().manual_seed(seed)
     window: list[Samples] = []
+    # one solver for the whole run: its table carries over between iterations
+    solver = Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from else None
     for it in range(config.iterations):
         start = time.perf_counter()
-        samples, stats = self_play(net, config, gen, geometry)
+        samples, stats = self_play(net, config, gen, geometry, solver)
         played = time.perf_counter() - start
         window = (window + [samples])[-config.replay_iterations :]
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))

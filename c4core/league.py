@@ -115,6 +115,7 @@ class LeagueConfig:
             parts.append(
                 f"{self.generations - ppo_gens} AlphaZero generation(s) x {a.iterations} iterations x "
                 f"{a.games} self-play games searched at {a.simulations} simulations a move"
+                + (f", rescored by the exact solver from ply {a.solve_from}" if a.solve_from else "")
             )
         return ", then ".join(parts)
 
@@ -138,6 +139,9 @@ class LeagueConfig:
         if not self.alphazero_from:  # PPO-only leagues keep the hashes they had before it existed
             d.pop("alphazero")
             d.pop("alphazero_from")
+        elif not self.alphazero.solve_from:  # and AlphaZero leagues those from before the solver
+            d["alphazero"].pop("solve_from")
+            d["alphazero"].pop("solve_nodes")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -169,6 +173,7 @@ PROFILES: dict[str, LeagueConfig] = {
             opening_plies=2,
             opening_plies_max=24,
             replay_iterations=8,
+            solve_from=16,
         ),
         alphazero_from=7,
         net=NetConfig(blocks=2, channels=32),

@@ -58,6 +58,8 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"opening_plies": -1},
         {"batch_size": 0},
         {"opening_plies": 5, "opening_plies_max": 4},
+        {"solve_from": -1},
+        {"solve_nodes": 0},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -130,6 +132,61 @@ def test_unproven_value_targets_mix_outcome_and_search(gen: torch.Generator) -> 
     searched, _ = self_play(tiny_net(), replace(cfg, q_weight=1.0), torch.Generator().manual_seed(SEED))
     estimates = searched.value[~searched.proven]
     assert bool(((estimates > -1) & (estimates < 1)).all())  # root means, never a bare outcome
+
+
+def test_solver_rescores_late_targets_and_adjudicates_early_ones() -> None:
+    """From `solve_from` on every target is the solver's exact result; earlier decisions take
+    the exact result of the game's first settled position as their outcome (q_weight 0 makes
+    the target that outcome), whatever the noisy game went on to do."""
+    cfg = replace(
+        TINY,
+        games=1,
+        simulations=4,
+        opening_plies=0,
+        opening_plies_max=0,
+        temperature_plies=16,
+        q_weight=0.0,
+        solve_from=4,
+    )
+    solver = Solver(SMALL)
+    adjudicated = 0
+    for seed in range(12):
+        plain, stats = self_play(
+            tiny_net(SMALL), replace(cfg, solve_from=0), torch.Generator().manual_seed(seed), SMALL
+        )
+        samples, solved_stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), SMALL)
+        assert torch.equal(samples.mask, plain.mask)  # the solver only rewrites targets
+        late = samples.ply >= cfg.solve_from
+        assert bool(samples.proven[late].all())
+        assert solved_stats["selfplay/solved"] == (1.0 if bool(late.any()) else 0.0)
+        exact = {}
+        for i in torch.nonzero(late).squeeze(1).tolist():
+            score = solver.score(Position(int(samples.current[i]), int(samples.mask[i]), SMALL), weak=True)
+            assert float(samples.value[i]) == score
+            exact[int(samples.ply[i])] = score
+        if not exact:
+            continue  # the game ended before solve_from
+        first = min(exact)
+        for i in torch.nonzero(~samples.proven).squeeze(1).tolist():
+            p = int(samples.ply[i])
+            assert float(samples.value[i]) == exact[first] * (1 if (first - p) % 2 == 0 else -1)
+        z = stats["vs/self/win"] - stats["vs/self/loss"]
+        adjudicated += (exact[first] if first % 2 == 0 else -exact[first]) != z
+    assert adjudicated > 0  # some game ended otherwise than its first settled position promised
+
+
+def test_solver_budget_leaves_unsettled_positions_unproven() -> None:
+    """With a budget of one node the solver settles only the positions decided at once (a win
+    on the board, a double threat); the rest stay as search left them."""
+    cfg = replace(TINY, games=8, simulations=4, solve_from=10, solve_nodes=1)
+    samples, stats = self_play(tiny_net(), cfg, torch.Generator().manual_seed(SEED))
+    plain, _ = self_play(tiny_net(), replace(cfg, solve_from=0), torch.Generator().manual_seed(SEED))
+    assert 0.0 < stats["selfplay/solved"] < 1.0
+    late = samples.ply >= cfg.solve_from
+    newly = samples.proven & ~plain.proven
+    assert bool(late[newly].all())  # only late positions get exact targets
+    unsettled = late & ~samples.proven
+    assert bool(unsettled.any()) and not bool(plain.proven[unsettled].any())
 
 
 def test_fit_learns_a_fixed_window(played: tuple[Samples, dict], gen: torch.Generator) -> None:

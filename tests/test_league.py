@@ -419,6 +419,21 @@ def test_training_hash_ignores_alphazero_settings_of_ppo_only_leagues() -> None:
     assert back == MIXED and back.training_hash() == MIXED.training_hash()
 
 
+def test_training_hash_of_alphazero_leagues_without_the_solver_is_unchanged() -> None:
+    """The solver settings only enter the hash once the solver is on, so AlphaZero leagues
+    run before it existed resume as they were."""
+    h = MIXED.training_hash()
+    assert replace(MIXED, alphazero=replace(MIXED.alphazero, solve_nodes=7)).training_hash() == h
+    solved = replace(MIXED, alphazero=replace(MIXED.alphazero, solve_from=16))
+    assert solved.training_hash() != h
+    assert (
+        replace(solved, alphazero=replace(solved.alphazero, solve_nodes=7)).training_hash()
+        != solved.training_hash()
+    )
+    assert "exact solver from ply 16" in solved.describe_training()
+    assert "solver" not in MIXED.describe_training()
+
+
 def test_with_training_overrides_both_learners() -> None:
     cfg = league.with_training(MIXED, iterations=3, games=10)
     assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (

@@ -1,8 +1,11 @@
-"""Tests for c4core.solver on 4x4 connect-3: exact scores and the `perfect` bot.
+"""Tests for c4core.solver: exact scores on 4x4 connect-3 and on the standard board, and the
+`perfect` bot.
 
-Scores are checked against a brute-force minimax written here (no memo, no pruning, plain
-win/draw/loss values), so only their sign is compared; the Pons-style magnitudes are checked
-relationally (a sooner win scores higher, the best move's score is the position's score).
+On 4x4 connect-3 scores are checked against a brute-force minimax written here (no memo, no
+pruning, plain win/draw/loss values), so only their sign is compared; the Pons-style magnitudes
+are checked relationally (a sooner win scores higher, the best move's score is the position's
+score). On the standard board they are checked against Pascal Pons's own solver, through
+positions of the shared dev suite copied in below.
 """
 
 from __future__ import annotations
@@ -95,12 +98,13 @@ def test_sooner_wins_score_higher(solver):
 
 def test_solver_rejects(solver):
     for g in (STANDARD, Geometry(4, 5, 3), Geometry(3, 6, 3)):
-        with pytest.raises(ValueError, match=r"exact solver handles boards up to 16 cells"):
-            Solver(g)
         with pytest.raises(ValueError, match=r"up to 16 cells"):
             PerfectBot(g)
-    assert Solver(Geometry(3, 5, 3)).geometry.cells == 15
-    assert Solver(Geometry(4, 5, 3), max_cells=20).geometry.cells == 20
+    assert PerfectBot(Geometry(3, 5, 3)).solver.geometry.cells == 15
+    assert PerfectBot(Geometry(4, 5, 3), max_cells=20).solver.geometry.cells == 20
+    for bad in ({"table_size": 0}, {"max_nodes": 0}):
+        with pytest.raises(ValueError, match="at least 1"):
+            Solver(SMALL, **bad)
     with pytest.raises(ValueError, match=r"geometry does not match"):
         solver.score(Position.from_moves("11", Geometry(4, 4, 4)))
     with pytest.raises(ValueError, match=r"already won"):
@@ -155,3 +159,51 @@ def test_perfect_bot_picks_a_best_move(solver, rng, random_move_string, torch_ge
     chosen = set(PerfectBot(SMALL).act(empty, torch_gen).tolist())
     assert chosen == {c for c, s in enumerate(best) if s == max(best)}
     assert isinstance(cols, torch.Tensor)
+
+
+# Lines of ../shared/suite/dev.jsonl: Pascal Pons's solver's score of every column.
+PONS = [
+    ("642626146644553427741156371", [-7, -7, -7, None, -7, None, 8]),
+    ("6336553326635235652462211724", [-7, None, None, 7, -7, None, -3]),
+    ("42153773211344232212773774", [-8, None, -8, -8, -5, -8, None]),
+    ("162252113762142554417", [10, 10, 11, 10, 10, 10, 10]),
+    ("261266623445712124", [9, -11, -12, -11, 11, -11, 11]),
+    ("14726564212627773", [-12, 0, -12, -12, 13, -12, -12]),
+    ("57133377177155", [0, 2, 2, -3, 2, -2, 0]),
+    ("4736346112574345657447", [0, 0, 0, None, 8, 8, 0]),
+    ("113162641224612637", [0, 4, 2, 4, -2, 2, 2]),
+    ("5156453212617456454", [-4, 0, 0, -4, -4, 0, -4]),
+]
+
+
+@pytest.fixture(scope="module")
+def standard_solver() -> Solver:
+    return Solver(STANDARD)
+
+
+@pytest.mark.parametrize(("moves", "scores"), PONS, ids=[m for m, _ in PONS])
+def test_standard_board_scores_match_pons(standard_solver, moves, scores):
+    pos = Position.from_moves(moves)
+    assert standard_solver.move_scores(pos) == scores
+    assert standard_solver.move_scores(pos, weak=True) == [
+        None if s is None else int(np.sign(s)) for s in scores
+    ]
+    assert standard_solver.score(pos) == max(s for s in scores if s is not None)
+
+
+def test_weak_score_is_the_sign_of_the_score(solver, rng, random_move_string):
+    for pos in live_positions(rng, random_move_string, 200, min_stones=0):
+        assert Solver(SMALL).score(pos, weak=True) == np.sign(solver.score(pos))
+
+
+def test_node_budget_gives_up_and_keeps_the_table_sound():
+    """A solve that runs out of nodes answers None; what it stored is still sound, so the
+    same solver then answers exactly as a fresh one."""
+    moves, scores = PONS[6]  # ply 14: needs many nodes
+    pos = Position.from_moves(moves)
+    tight = Solver(STANDARD, max_nodes=500)
+    assert tight.score(pos) is None and tight.move_scores(pos) is None
+    assert tight.nodes > 500
+    tight.max_nodes = None
+    assert tight.move_scores(pos) == scores
+    assert Solver(STANDARD, max_nodes=500).score(Position.from_moves(PONS[0][0])) == 8  # cheap: fits
