@@ -9,7 +9,10 @@ variants side by side, one torch thread each, so they share the machine equally:
     python benchmarks/bench_alphazero.py runs/cpu/gen6.pt '{"games": 1024}' &
 
 The JSON overrides `AlphaZeroConfig` fields (`iterations` is ignored: the run is timed).
-Each line: iterations, seconds, raw keeps-the-result, searched keeps-the-result, losses.
+`--grow 4x64` first grows the net to 4 blocks of 64 channels without changing what it computes
+(`c4core.net.grown`). Each line: iterations, seconds, the value error on suite positions of
+plies 4-10 and 11-20 (mean squared difference between the network's value and the exact result
++1/0/-1, all positions counted), raw keeps-the-result, searched keeps-the-result, losses.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from dataclasses import replace
 import torch
 
 from c4core.alphazero import AlphaZeroConfig, train
-from c4core.net import Checkpoint, NetPlayer
+from c4core.batch import Boards
+from c4core.net import Checkpoint, NetPlayer, grown
 from c4core.search import SearchPlayer
-from c4core.suite import default_suite_path, evaluate_suite, load_suite
+from c4core.suite import default_suite_path, evaluate_suite, load_suite, outcome
 
 
 def main() -> None:
@@ -36,6 +40,7 @@ def main() -> None:
     p.add_argument("--suite", default=None, help="solver-labelled suite (default: the shared dev suite)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--grow", default=None, help="grow the net first, e.g. 4x64 (blocks x channels)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     path = args.suite or default_suite_path()
@@ -43,18 +48,28 @@ def main() -> None:
         p.error("no suite: pass --suite FILE")
     suite = load_suite(path)
     net = Checkpoint.load(args.checkpoint).build()
+    if args.grow:
+        blocks, _, channels = args.grow.partition("x")
+        net = grown(net, int(blocks), int(channels), torch.Generator().manual_seed(args.seed))
+    boards = Boards.from_positions([q.position for q in suite])
+    exact = torch.tensor([float(outcome(q.best)) for q in suite])
+    plies = torch.tensor([q.ply for q in suite])
+    early, middle = plies <= 10, (plies >= 11) & (plies <= 20)
     config = replace(AlphaZeroConfig(**json.loads(args.overrides)), iterations=1_000_000)
     scoring = [0.0]  # seconds spent on the suite, left out of the training time
 
     def score() -> str:
         t = time.perf_counter()
+        _, values = net.evaluate(boards)
+        error = (values - exact) ** 2
+        value_error = f"{float(error[early].mean()):8.3f}  {float(error[middle].mean()):8.3f}"
         raw = evaluate_suite(NetPlayer(net, "net"), suite).total.keeps_rate
         searched = evaluate_suite(SearchPlayer(net, 256), suite).total.keeps_rate
         scoring[0] += time.perf_counter() - t
-        return f"{raw:9.3f}  {searched:13.3f}"
+        return f"{value_error}  {raw:9.3f}  {searched:13.3f}"
 
     print(f"# {args.checkpoint} {args.overrides}")
-    print("iteration  seconds  raw_keeps  mcts256_keeps  policy_loss  value_loss")
+    print("iteration  seconds  verr_4_10  verr_11_20  raw_keeps  mcts256_keeps  policy_loss  value_loss")
     print(f"{0:9d}  {0:7.0f}  {score()}", flush=True)
     start = time.perf_counter()
     scoring[0] = 0.0

@@ -16,7 +16,7 @@ Checkpoints are plain dicts of tensors and primitives written by `torch.save`, a
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,47 @@ class PolicyValueNet(nn.Module):
         """Move probabilities [n, cols] (0 on full columns) and values [n] for a batch."""
         logits, value = self(boards.planes(), boards.legal())
         return torch.softmax(logits, 1), value
+
+
+def grown(
+    net: PolicyValueNet, blocks: int, channels: int, generator: torch.Generator | None = None
+) -> PolicyValueNet:
+    """A larger net that computes exactly what `net` computes, to train on from there
+    (function-preserving growth, as in Chen et al. 2016, "Net2Net").
+
+    New channels get small random input weights but zero weight into every old channel and
+    into the heads, so they change nothing until training moves those weights; new residual
+    blocks get a zero second convolution, so they start as the identity. Everything new still
+    receives gradients, unlike an all-zero initialisation."""
+    old = net.config
+    if blocks < old.blocks or channels < old.channels:
+        raise ValueError(f"can only grow: {old.blocks}x{old.channels} -> {blocks}x{channels}")
+    big = PolicyValueNet(replace(old, blocks=blocks, channels=channels))
+    c = old.channels
+    src = net.state_dict()
+    with torch.no_grad():
+        for name, w in big.state_dict().items():
+            if w.dim() == 4:  # fresh weights, scaled down so new channels start quiet
+                w.copy_(0.3 * torch.randn(w.shape, generator=generator) * (2.0 / w[0].numel()) ** 0.5)
+            else:
+                w.zero_()
+            if name not in src:  # a new block: conv1 random, conv2 zero
+                if "conv2" in name:
+                    w.zero_()
+                continue
+            o = src[name]
+            if name.startswith(("stem", "blocks")):
+                if w.dim() == 4:
+                    w[:c] = 0  # old output channels read no new channel
+                    w[:c, : o.shape[1]] = o
+                else:
+                    w[:c] = o
+            elif name in ("policy_conv.weight", "value_conv.weight"):
+                w.zero_()
+                w[:, :c] = o
+            else:
+                w.copy_(o)
+    return big.to(next(net.parameters()).device).eval()
 
 
 class NetPlayer(Player):

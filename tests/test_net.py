@@ -16,7 +16,7 @@ import torch
 
 from c4core.batch import Boards
 from c4core.game import STANDARD, Geometry, Position
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet, grown
 
 SEED = 1234
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -274,3 +274,19 @@ def test_load_incomplete_c4core_dict_is_a_value_error(tmp_path: Path, payload: d
     torch.save(payload, path)
     with pytest.raises(ValueError):
         Checkpoint.load(path)
+
+
+def test_grown_net_computes_the_same_and_every_new_weight_learns(net: PolicyValueNet, boards: Boards) -> None:
+    big = grown(net, net.config.blocks + 1, net.config.channels * 2, torch.Generator().manual_seed(3))
+    assert (big.config.blocks, big.config.channels) == (net.config.blocks + 1, net.config.channels * 2)
+    p0, v0 = net.evaluate(boards)
+    p1, v1 = big.evaluate(boards)
+    assert torch.allclose(p0, p1, atol=1e-6) and torch.allclose(v0, v1, atol=1e-6)
+    # the first gradient reaches every weight but the new block's first convolution, which
+    # starts learning once its block's zeroed second convolution has moved
+    logits, value = big.train()(boards.planes(), boards.legal())
+    (torch.log_softmax(logits, 1)[:, 3].mean() + value.pow(2).mean()).backward()
+    frozen = [n for n, w in big.named_parameters() if w.dim() > 1 and float(w.grad.abs().sum()) == 0]
+    assert frozen == [f"blocks.{net.config.blocks}.conv1.weight"]
+    with pytest.raises(ValueError, match="can only grow"):
+        grown(net, net.config.blocks, net.config.channels - 1)
