@@ -161,7 +161,8 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=400,
     ),
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
-    # from them: 87 minutes on 2 cores (docs/BENCHMARKS.md)
+    # from them, rescored by the exact solver from ply 16: 101 minutes on 2 cores
+    # (docs/BENCHMARKS.md)
     "cpu-az": LeagueConfig(
         profile="cpu-az",
         generations=18,
