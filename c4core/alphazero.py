@@ -249,8 +249,8 @@ def _rescore(
     ply: torch.Tensor,
 ) -> torch.Tensor:
     """Exact result (+1, 0, -1 for the side to move) of each decision at or past
-    `config.solve_from` that the solver settles within its budget; NaN elsewhere. Each game is
-    solved from its end backwards, so the table built on later positions speeds up earlier ones."""
+    `config.solve_from` that the solver settles within its budget; NaN elsewhere. The latest
+    plies go first, so the table built on them speeds up the earlier ones."""
     solved = torch.full((len(ply),), float("nan"))
     late = torch.nonzero(ply >= config.solve_from).squeeze(1)
     order = late[torch.argsort(ply[late], descending=True, stable=True)]

@@ -14,8 +14,9 @@ The search is Pons's ("Solving Connect 4: how to build a perfect AI", 2017-2019)
 - a transposition table of upper bounds keyed by ``mask + current`` (unique per position);
 - the exact score found by null-window searches that bisect the score range, tried near 0 first.
 
-Early positions are expensive: Pons's C++ needs seconds on some positions of the first dozen
-plies and the shared dev suite dropped positions that took it over a minute. `max_nodes` bounds
+Early positions are expensive: the shared dev suite left out early positions that took Pons's
+own solver over a minute, and this one needs up to seconds on positions of plies 9-10
+(docs/BENCHMARKS.md). `max_nodes` bounds
 the work of one call; a solve that runs out returns None and leaves only sound entries in the
 table (a search that stops early stores nothing on its way out).
 """
@@ -249,7 +250,7 @@ class PerfectBot(Player):
     name = "perfect"
 
     def __init__(self, geometry: Geometry, max_cells: int = 16):
-        # the standard board is solvable, but its openings take seconds to minutes a move
+        # the standard board is solvable, but its early plies take seconds or more a move
         if geometry.cells > max_cells:
             raise ValueError(
                 f"the perfect player handles boards up to {max_cells} cells, "
