@@ -95,6 +95,13 @@ class AlphaZeroConfig:
     with endgame tablebases the same way). Openings stay the network's own to learn."""
     solve_nodes: int = 200_000
     """Node budget of one exact solve: a position that needs more keeps its search targets."""
+    probe_from: int = 0
+    """The self-play search probes the exact solver at leaves with at least this many stones
+    (`SearchConfig.probe_from`); 0 never. Play from the middle game on then follows exact
+    results where the solver reaches them, so the outcomes that earlier positions learn from
+    are closer to perfect play's."""
+    probe_nodes: int = 20_000
+    """Node budget of one probe."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.simulations < 1 or self.batch_size < 1:
@@ -109,6 +116,8 @@ class AlphaZeroConfig:
             raise ValueError("opening_plies_max must be at least opening_plies")
         if self.solve_from < 0 or self.solve_nodes < 1:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
+        if self.probe_from < 0 or self.probe_nodes < 1:
+            raise ValueError("probe_from must be 0 (never) or a ply, and probe_nodes at least 1")
 
     @property
     def search(self) -> SearchConfig:
@@ -120,6 +129,8 @@ class AlphaZeroConfig:
             dirichlet_alpha=self.dirichlet_alpha,
             noise_fraction=self.noise_fraction,
             max_trees=self.games,
+            probe_from=self.probe_from,
+            probe_nodes=self.probe_nodes,
         )
 
 
@@ -165,7 +176,10 @@ def self_play(
 ) -> tuple[Samples, dict[str, float]]:
     """Play `config.games` searched self-play games; returns every decision with its targets
     and statistics (first player's W/D/L, game length, share of proven roots). With
-    `config.solve_from`, `solver` rescores the targets (one is made when none is given)."""
+    `config.solve_from`, `solver` rescores the targets (one is made when none is given), and
+    with `config.probe_from` the search probes it too."""
+    if solver is None and (config.solve_from or config.probe_from):
+        solver = Solver(geometry, max_nodes=config.solve_nodes)
     device = next(net.parameters()).device
     boards = Boards(config.games, geometry, device)
     opening = torch.randint(
@@ -185,7 +199,7 @@ def self_play(
     net.eval()
     while not bool(boards.done.all()):
         live = torch.nonzero(~boards.done).squeeze(1)
-        r = search(net, boards.select(live), scfg, generator)
+        r = search(net, boards.select(live), scfg, generator, solver)
         probs = torch.from_numpy(r.probs).float()
         cols = torch.from_numpy(r.columns)
         early = torch.nonzero(boards.ply[live].cpu() < sampled_until[live.cpu()]).squeeze(1)
@@ -214,9 +228,8 @@ def self_play(
     solve_stats: dict[str, float] = {}
     if config.solve_from:
         start = time.perf_counter()
-        solved = _rescore(
-            solver or Solver(geometry, max_nodes=config.solve_nodes), config, game, current, mask, ply
-        )
+        assert solver is not None  # made above
+        solved = _rescore(solver, config, game, current, mask, ply)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, game, ply, solved)
         solve_stats = {
@@ -337,7 +350,9 @@ def train(
     gen = torch.Generator().manual_seed(seed)
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
-    solver = Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from else None
+    solver = (
+        Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from or config.probe_from else None
+    )
     for it in range(config.iterations):
         start = time.perf_counter()
         samples, stats = self_play(net, config, gen, geometry, solver)

@@ -129,7 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--tracking-uri", help=_TRACKING_HELP)
 
     ev = sub.add_parser("eval-suite", help="score a player against solver-labelled positions")
-    ev.add_argument("--player", required=True, help="player spec, e.g. tactical, gen6.pt, gen6.pt+mcts256")
+    ev.add_argument(
+        "--player",
+        required=True,
+        help="player spec, e.g. tactical, gen6.pt, gen6.pt+mcts256, gen6.pt+mcts256+probe16",
+    )
     ev.add_argument("--suite", help="suite JSONL (default: ../shared/suite/dev.jsonl next to the repo)")
     ev.add_argument("--simulations", type=_positive, help="search a network player with N simulations a move")
     ev.add_argument("--seed", type=_non_negative, default=0, help="seed of a stochastic player's choices")

@@ -116,6 +116,7 @@ class LeagueConfig:
                 f"{self.generations - ppo_gens} AlphaZero generation(s) x {a.iterations} iterations x "
                 f"{a.games} self-play games searched at {a.simulations} simulations a move"
                 + (f", rescored by the exact solver from ply {a.solve_from}" if a.solve_from else "")
+                + (f", the search probing it at leaves from ply {a.probe_from}" if a.probe_from else "")
             )
         return ", then ".join(parts)
 
@@ -139,9 +140,13 @@ class LeagueConfig:
         if not self.alphazero_from:  # PPO-only leagues keep the hashes they had before it existed
             d.pop("alphazero")
             d.pop("alphazero_from")
-        elif not self.alphazero.solve_from:  # and AlphaZero leagues those from before the solver
-            d["alphazero"].pop("solve_from")
-            d["alphazero"].pop("solve_nodes")
+        else:  # and AlphaZero leagues those from before each of the solver's uses
+            if not self.alphazero.solve_from:
+                d["alphazero"].pop("solve_from")
+                d["alphazero"].pop("solve_nodes")
+            if not self.alphazero.probe_from:
+                d["alphazero"].pop("probe_from")
+                d["alphazero"].pop("probe_nodes")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -4,11 +4,14 @@
 boards only), a path to a ``.pt`` file is a checkpoint played greedily by its network, and a
 registry URI (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``)
 is a registered snapshot, fetched from MLflow at `tracking_uri` (`c4core.registry`). Any network
-spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`).
+spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`), and
+``+mcts<N>+probe<P>`` also probes the exact solver at search leaves of at least P stones
+(search plus an oracle: its strength is not the network's own).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from c4core.bots import BOTS, Player
@@ -16,12 +19,24 @@ from c4core.game import STANDARD, Geometry
 
 SEARCH_SUFFIX = "+mcts"
 """``SPEC+mcts256``: the network player SPEC names, with 256 simulations of search per move."""
+PROBE_SUFFIX = "+probe"
+"""``SPEC+mcts256+probe20``: that search, probing the exact solver at leaves of 20+ stones."""
 
 
 def make_player(
     spec: str, geometry: Geometry = STANDARD, device: str = "cpu", tracking_uri: str | None = None
 ) -> Player:
     """Build the player a spec names; `ValueError` with the accepted forms when it names none."""
+    head, sep, stones = spec.rpartition(PROBE_SUFFIX)
+    if sep and stones.isascii() and stones.isdigit():
+        from c4core.search import SearchPlayer
+
+        inner = make_player(head, geometry, device, tracking_uri)
+        if not isinstance(inner, SearchPlayer) or inner.config.probe_from:
+            raise ValueError(f"{PROBE_SUFFIX}<stones> goes after a search ({head}+mcts<N>), in {spec!r}")
+        if not 1 <= int(stones) <= geometry.cells:
+            raise ValueError(f"{PROBE_SUFFIX} needs a stone count within 1..{geometry.cells}, in {spec!r}")
+        return SearchPlayer(inner.net, None, replace(inner.config, probe_from=int(stones)), inner.net_name)
     head, sep, sims = spec.rpartition(SEARCH_SUFFIX)
     if sep and head and sims.isascii() and sims.isdigit():
         from c4core.search import SearchPlayer  # a network player with search on top

@@ -59,6 +59,7 @@ from c4core.batch import Boards
 from c4core.bots import Player
 from c4core.game import Geometry, Position, winning_cells
 from c4core.net import NetPlayer, PolicyValueNet
+from c4core.solver import Solver
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,13 @@ class SearchConfig:
     """0 plays the most visited move; above 0 samples in proportion to visits ** (1 / temperature)."""
     max_trees: int = 1024
     """Trees searched together; a larger batch is searched in chunks of this size to bound memory."""
+    probe_from: int = 0
+    """Probe the exact solver (`c4core.solver`) at every new leaf with at least this many stones;
+    0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase settles
+    a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an exact
+    oracle, not the network's own strength: report it apart from plain search."""
+    probe_nodes: int = 20_000
+    """Node budget of one probe: a leaf that needs more is left to the network."""
 
     def __post_init__(self) -> None:
         if type(self.simulations) is not int or self.simulations < 1:
@@ -91,6 +99,10 @@ class SearchConfig:
             raise ValueError(f"temperature must be 0 or more, got {self.temperature}")
         if self.max_trees < 1:
             raise ValueError(f"max_trees must be at least 1, got {self.max_trees}")
+        if type(self.probe_from) is not int or self.probe_from < 0:
+            raise ValueError(f"probe_from must be 0 (never) or a number of stones, got {self.probe_from!r}")
+        if self.probe_nodes < 1:
+            raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
 
 
 @dataclass(frozen=True)
@@ -153,11 +165,22 @@ def search(
     boards: Boards,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
+    solver: Solver | None = None,
 ) -> BatchSearch:
-    """Search every unfinished game of `boards` (one tree each), `config.max_trees` trees at a time."""
+    """Search every unfinished game of `boards` (one tree each), `config.max_trees` trees at a time.
+
+    With `config.probe_from`, leaves are probed with `solver`, `config.probe_nodes` nodes each;
+    pass one to keep its transposition table warm across calls, else a fresh one is made."""
     g = boards.geometry
     if (net.config.rows, net.config.cols) != (g.rows, g.cols):
         raise ValueError(f"the net is built for {net.config.rows}x{net.config.cols}, not {g.rows}x{g.cols}")
+    if config.probe_from:
+        if solver is None:
+            solver = Solver(g)
+        elif solver.geometry != g:
+            raise ValueError("the solver's geometry does not match the boards'")
+    else:
+        solver = None
     n, cols = len(boards), g.cols
     out = {
         "visits": np.zeros((n, cols), np.int64),
@@ -180,7 +203,7 @@ def search(
         mask = boards.mask.cpu().numpy()
         for lo in range(0, len(live), config.max_trees):
             idx = live[lo : lo + config.max_trees]
-            forest = _Forest(net, g, current[idx], mask[idx], config, rng)
+            forest = _Forest(net, g, current[idx], mask[idx], config, rng, solver)
             forest.run()
             for key, value in forest.results().items():
                 out[key][idx] = value
@@ -213,7 +236,8 @@ def search_position(
 
 
 class SearchPlayer(Player):
-    """A network with search on top, as a `Player`: ``<net name>+mcts<simulations>``."""
+    """A network with search on top, as a `Player`: ``<net name>+mcts<simulations>``, and
+    ``...+probe<stones>`` when its leaves are probed with the exact solver."""
 
     def __init__(
         self,
@@ -226,6 +250,9 @@ class SearchPlayer(Player):
         self.net = net.eval()
         self.net_name = net_name
         self.name = f"{net_name}+mcts{self.config.simulations}"
+        self.solver: Solver | None = None
+        if self.config.probe_from:
+            self.name += f"+probe{self.config.probe_from}"
 
     @classmethod
     def around(cls, player: Player, simulations: int, config: SearchConfig = SearchConfig()) -> SearchPlayer:
@@ -235,7 +262,10 @@ class SearchPlayer(Player):
         return cls(player.net, simulations, config, net_name=player.name)
 
     def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
-        result = search(self.net, boards, self.config, generator)
+        if self.config.probe_from and (self.solver is None or self.solver.geometry != boards.geometry):
+            # one solver for the player's life: its table stays warm from move to move
+            self.solver = Solver(boards.geometry)
+        result = search(self.net, boards, self.config, generator, self.solver)
         return torch.from_numpy(result.columns).to(boards.device)
 
 
@@ -251,8 +281,9 @@ class _Forest:
         mask: np.ndarray,
         config: SearchConfig,
         rng: np.random.Generator,
+        solver: Solver | None = None,
     ):
-        self.net, self.g, self.config, self.rng = net, g, config, rng
+        self.net, self.g, self.config, self.rng, self.solver = net, g, config, rng, solver
         self.device = next(net.parameters()).device
         b, c = len(current), g.cols
         self.trees = b
@@ -333,6 +364,7 @@ class _Forest:
         if len(grown):
             made = new_node[grown]
             self._expand(made)
+            self._probe(made)
             unproven = np.isnan(self.node_exact[made])
             self._evaluate(made[unproven])
             child_value = np.where(unproven, self.node_value[made], self.node_exact[made])
@@ -410,6 +442,24 @@ class _Forest:
         self.node_exact[done] = value[proven]
         self.node_length[done] = np.where(won, shortest, longest)[proven]
         return proven
+
+    def _probe(self, nodes: np.ndarray) -> None:
+        """Settle unproven `nodes` deep enough for the solver, where it finishes within budget.
+
+        The solver's weak result (win, draw or loss) carries no length, so the proof's length is
+        the most the game can still last: a bound, as lengths are everywhere (module docstring).
+        Roots are never probed, so a proven root always has proven edges to choose from."""
+        if self.solver is None:
+            return
+        nodes = nodes[np.isnan(self.node_exact[nodes]) & (self.ply[nodes] >= self.config.probe_from)]
+        if not len(nodes):
+            return
+        value = self.solver.scores(
+            self.cur[nodes], self.mask[nodes], self.ply[nodes], weak=True, max_nodes=self.config.probe_nodes
+        )
+        done = ~np.isnan(value)
+        self.node_exact[nodes[done]] = value[done]
+        self.node_length[nodes[done]] = self.g.cells - self.ply[nodes[done]]
 
     @torch.no_grad()
     def _evaluate(self, nodes: np.ndarray) -> None:

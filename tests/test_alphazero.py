@@ -60,6 +60,8 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"opening_plies": 5, "opening_plies_max": 4},
         {"solve_from": -1},
         {"solve_nodes": 0},
+        {"probe_from": -1},
+        {"probe_nodes": 0},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -173,6 +175,21 @@ def test_solver_rescores_late_targets_and_adjudicates_early_ones() -> None:
         z = stats["vs/self/win"] - stats["vs/self/loss"]
         adjudicated += (exact[first] if first % 2 == 0 else -exact[first]) != z
     assert adjudicated > 0  # some game ended otherwise than its first settled position promised
+
+
+def test_probing_search_proves_every_small_self_play_root() -> None:
+    """Probing every leaf (from ply 1) on 4x4 connect-3 proves each root its search reaches, so
+    every target is exact, and exact as the solver has it; the search carries the settings."""
+    cfg = replace(
+        TINY, games=6, simulations=8, opening_plies=0, opening_plies_max=0, probe_from=1, probe_nodes=10**6
+    )
+    assert (cfg.search.probe_from, cfg.search.probe_nodes) == (1, 10**6)
+    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
+    assert bool(samples.proven.all()) and stats["selfplay/proven_roots"] == 1.0
+    solver = Solver(SMALL)
+    for i in range(len(samples.ply)):
+        pos = Position(int(samples.current[i]), int(samples.mask[i]), SMALL)
+        assert float(samples.value[i]) == solver.score(pos, weak=True)
 
 
 def test_solver_budget_leaves_unsettled_positions_unproven() -> None:

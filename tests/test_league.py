@@ -432,6 +432,12 @@ def test_training_hash_of_alphazero_leagues_without_the_solver_is_unchanged() ->
     )
     assert "exact solver from ply 16" in solved.describe_training()
     assert "solver" not in MIXED.describe_training()
+    probed = replace(solved, alphazero=replace(solved.alphazero, probe_from=16))
+    assert probed.training_hash() != solved.training_hash()
+    assert replace(solved, alphazero=replace(solved.alphazero, probe_nodes=7)).training_hash() == (
+        solved.training_hash()
+    )
+    assert "probing it at leaves from ply 16" in probed.describe_training()
 
 
 def test_with_training_overrides_both_learners() -> None:

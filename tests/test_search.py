@@ -160,6 +160,65 @@ def test_enough_simulations_solve_small_boards_outright() -> None:
     assert [int(v) for v in r.proven] == [int(np.sign(solver.score(p))) for p in positions]
 
 
+# ---- solver probes at the leaves -------------------------------------------------------------------
+def test_probing_every_leaf_proves_small_roots_within_one_simulation_a_move() -> None:
+    positions = small_positions(60, SEED + 2)
+    solver = Solver(SMALL)
+    config = SearchConfig(simulations=200, probe_from=1)
+    r = search(tiny_net(geometry=SMALL), Boards.from_positions(positions), config)
+    for i, pos in enumerate(positions):
+        legal = len(pos.legal_moves())
+        assert not np.isnan(r.proven[i]) and r.simulations[i] <= legal
+        assert r.visits[i].sum() == r.simulations[i]
+        scores = solver.move_scores(pos)
+        assert r.proven[i] == np.sign(solver.score(pos))
+        assert np.sign(scores[r.columns[i]]) == r.proven[i]  # the chosen move keeps the result
+        for c, exact in enumerate(r.move_proven[i]):
+            if not np.isnan(exact):
+                assert exact == np.sign(scores[c])
+
+
+def test_probes_below_their_stone_count_or_over_budget_change_nothing(net: PolicyValueNet) -> None:
+    boards = Boards.from_positions([Position.from_moves(m) for m in ("4", "4453", "445362")])
+    plain = search(net, boards, SearchConfig(simulations=64))
+    for config in (
+        SearchConfig(simulations=64, probe_from=30),
+        SearchConfig(simulations=64, probe_from=4, probe_nodes=1),
+    ):
+        probed = search(net, boards, config)
+        assert (probed.visits == plain.visits).all() and (probed.columns == plain.columns).all()
+
+
+def test_probing_settles_a_late_standard_position_at_once(net: PolicyValueNet) -> None:
+    pos = Position.from_moves(ONLY_DEFENCE)  # 19 stones: only column 6 holds
+    exact = Solver(STANDARD).move_scores(pos, weak=True)
+    plain = search_position(net, pos, SearchConfig(simulations=64))
+    probed = search_position(net, pos, SearchConfig(simulations=64, probe_from=20))
+    assert probed.column == 5 and probed.proven == exact[5]
+    assert all(v is None or v == e for v, e in zip(probed.move_proven, exact, strict=True))
+    assert probed.simulations <= len(pos.legal_moves()) < plain.simulations
+
+
+def test_probe_spec_builds_a_probing_search_player(tmp_path: Path, net: PolicyValueNet) -> None:
+    path = tmp_path / "tiny.pt"
+    Checkpoint.of(net).save(path)
+    player = make_player(f"{path}+mcts16+probe20")
+    assert isinstance(player, SearchPlayer) and player.name == "tiny+mcts16+probe20"
+    assert player.config.simulations == 16 and player.config.probe_from == 20
+    boards = Boards.from_positions([Position.from_moves(ONLY_DEFENCE), Position.from_moves("4")])
+    assert player.act(boards).tolist()[0] == 5
+    assert player.solver is not None  # kept for the next move
+    for bad in (
+        f"{path}+probe20",
+        "tactical+probe20",
+        f"{path}+mcts16+probe0",
+        f"{path}+mcts16+probe43",
+        f"{path}+mcts16+probe20+probe20",
+    ):
+        with pytest.raises(ValueError):
+            make_player(bad)
+
+
 # ---- accounting -------------------------------------------------------------------------------------
 def test_visits_sum_to_the_simulations(net: PolicyValueNet) -> None:
     positions = [Position()] + [Position.from_moves(m) for m in ("4", "44", "4453", "1234567")]
@@ -264,7 +323,14 @@ def test_spec_suffix_builds_a_search_player(tmp_path: Path, net: PolicyValueNet)
 
 
 def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
-    for bad in (dict(simulations=0), dict(c_puct=0.0), dict(noise_fraction=2.0), dict(temperature=-1.0)):
+    for bad in (
+        dict(simulations=0),
+        dict(c_puct=0.0),
+        dict(noise_fraction=2.0),
+        dict(temperature=-1.0),
+        dict(probe_from=-1),
+        dict(probe_nodes=0),
+    ):
         with pytest.raises(ValueError):
             SearchConfig(**bad)
     with pytest.raises(ValueError, match="built for 6x7"):

@@ -207,3 +207,20 @@ def test_node_budget_gives_up_and_keeps_the_table_sound():
     tight.max_nodes = None
     assert tight.move_scores(pos) == scores
     assert Solver(STANDARD, max_nodes=500).score(Position.from_moves(PONS[0][0])) == 8  # cheap: fits
+
+
+def test_batch_scores_match_one_at_a_time(solver, rng, random_move_string):
+    positions = [p for p in live_positions(rng, random_move_string, 120, min_stones=0) if not p.is_full]
+    arrays = [np.array([getattr(p, k) for p in positions]) for k in ("current", "mask", "ply")]
+    for weak in (True, False):
+        got = Solver(SMALL).scores(*arrays, weak=weak)
+        assert got.tolist() == [solver.score(p, weak) for p in positions]
+
+
+def test_batch_scores_mark_budget_aborts_as_nan():
+    cheap, costly = Position.from_moves(PONS[0][0]), Position.from_moves(PONS[6][0])
+    arrays = [np.array([getattr(p, k) for p in (costly, cheap)]) for k in ("current", "mask", "ply")]
+    tight = Solver(STANDARD)
+    got = tight.scores(*arrays, weak=False, max_nodes=500)  # the budget applies to each position
+    assert np.isnan(got[0]) and got[1] == 8
+    assert tight.max_nodes is None  # the call's budget does not stick
