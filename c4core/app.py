@@ -7,8 +7,11 @@ resources) and a small JSON API::
     GET  /api/champion     who plays: name, version, generation, Elo, promoted_at, source
     POST /api/move         {"moves": "4453"} or {"board": [[...6 rows of 7...]]}, optional
                            {"simulations": N} (0 = the raw network, up to MAX_SIMULATIONS)
+                           and {"probe_from": P} (search leaves of P+ stones go to the exact
+                           solver; 0 = never, the default)
                            -> {"column": 0-6, "probs": [7], "value": -1..1 for the champion,
-                               "simulations": N, "ms": server time, "champion": {...}}
+                               "simulations": N, "probe_from": P, "ms": server time,
+                               "champion": {...}}
     GET  /api/health       {"ok": true, "champion": "connect4/7" or null}
 
 The client keeps the move list (undo is client-side); every request carries the whole game, so
@@ -46,7 +49,7 @@ from starlette.concurrency import run_in_threadpool
 
 from c4core.game import STANDARD, Geometry, Position
 from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
-from c4core.serving import BadInput, evaluate, parse_record
+from c4core.serving import BadInput, evaluate, parse_record, probe_of
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ MAX_SIMULATIONS = 2048
 """Most search simulations one request may ask for (the page offers up to 1024)."""
 MAX_BODY = 16_384
 """Largest request body accepted, in bytes (a full board is well under 1 KB)."""
-FIELDS = ("moves", "board", "simulations")
+FIELDS = ("moves", "board", "simulations", "probe_from")
 
 
 class NoChampion(RuntimeError):
@@ -162,6 +165,8 @@ class ChampionSource:
         self.device = device
         self._champion: Champion | None = None
         self._lock = threading.Lock()  # one refresh at a time
+        self._solver: Any = None  # made at the first probing move played in-process
+        self._solver_lock = threading.Lock()  # probing searches share the solver's table
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.checked_at: float | None = None
@@ -250,11 +255,18 @@ class ChampionSource:
             self._thread = None
 
     # -- moves --
-    def answer(self, position: Position, simulations: int = 0) -> dict[str, Any]:
+    def answer(self, position: Position, simulations: int = 0, probe_from: int = 0) -> dict[str, Any]:
         """The champion's move in a live position: column, probs, value (for the champion)."""
         champ = self.require()
         if self.serve_url is not None:
-            out = _ask_server(self.serve_url, position, simulations)
+            out = _ask_server(self.serve_url, position, simulations, probe_from)
+        elif probe_from:
+            with self._solver_lock:
+                if self._solver is None:
+                    from c4core.solver import Solver
+
+                    self._solver = Solver(self.geometry)
+                out = evaluate(champ.net, [position], simulations, probe_from, self._solver)[0]
         else:
             out = evaluate(champ.net, [position], simulations)[0]
         return out | {"champion": champ.info.to_json()}
@@ -284,11 +296,12 @@ def _one_line(e: BaseException) -> str:
     return text.strip().splitlines()[0][:300]
 
 
-def _ask_server(url: str, position: Position, simulations: int) -> dict[str, Any]:
+def _ask_server(url: str, position: Position, simulations: int, probe_from: int = 0) -> dict[str, Any]:
     """One move from ``mlflow models serve`` (`c4core.serving` behind ``/invocations``)."""
     import requests
 
-    body = {"dataframe_records": [{"board": position.board()}], "params": {"simulations": simulations}}
+    params = {"simulations": simulations} | ({"probe_from": probe_from} if probe_from else {})
+    body = {"dataframe_records": [{"board": position.board()}], "params": params}
     try:
         r = requests.post(f"{url}/invocations", json=body, timeout=30)
     except requests.RequestException as e:
@@ -314,9 +327,9 @@ def _ask_server(url: str, position: Position, simulations: int) -> dict[str, Any
 
 
 # ---- the request -----------------------------------------------------------------------------------
-def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Position, int]:
-    """The live position and simulation count a ``POST /api/move`` body asks for; `BadInput`
-    with a one-line reason otherwise."""
+def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Position, int, int]:
+    """The live position, simulation count and solver-probe stone count (0 none) a ``POST
+    /api/move`` body asks for; `BadInput` with a one-line reason otherwise."""
     if len(body) > MAX_BODY:
         raise BadInput(f"request body too large ({len(body)} bytes; at most {MAX_BODY})")
     try:
@@ -340,7 +353,8 @@ def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Posi
     moves, board = data.get("moves"), data.get("board")
     if isinstance(moves, float) or isinstance(board, float):  # NaN-like values mean "missing" to parse_record
         raise BadInput("'moves' must be a string and 'board' a list of rows")
-    return parse_record({"moves": moves, "board": board}, geometry), sims
+    probe = probe_of(data, sims, geometry)
+    return parse_record({"moves": moves, "board": board}, geometry), sims, probe
 
 
 # ---- the app ---------------------------------------------------------------------------------------
@@ -405,10 +419,11 @@ def create_app(source: ChampionSource, start: bool = True) -> FastAPI:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:
             raise BadInput(f"request body too large ({declared} bytes; at most {MAX_BODY})")
-        position, sims = parse_move_request(await request.body(), source.geometry)
+        position, sims, probe = parse_move_request(await request.body(), source.geometry)
         # the network or search runs on a worker thread, so a long search never blocks the loop
-        out = await run_in_threadpool(source.answer, position, sims)
-        return out | {"simulations": sims, "ms": round((time.perf_counter() - start_t) * 1000, 2)}
+        out = await run_in_threadpool(source.answer, position, sims, probe)
+        ms = round((time.perf_counter() - start_t) * 1000, 2)
+        return out | {"simulations": sims, "probe_from": probe, "ms": ms}
 
     return app
 

@@ -4,12 +4,15 @@
 from a registered version; ``POST /invocations`` then takes records such as::
 
     {"dataframe_records": [{"moves": "4453"}, {"board": [[0, 0, 0, 0, 0, 0, 0], ...]}],
-     "params": {"simulations": 0}}
+     "params": {"simulations": 0, "probe_from": 0}}
 
 ``moves`` is a solver-notation string (columns 1-7), ``board`` six rows top to bottom with 0
 empty, 1 first player, 2 second player. Each record gets ``{"column": 0-6, "probs": [7 floats,
 0 on full columns], "value": -1..1 for the side to move}``. With ``simulations`` > 0 the answer
-comes from `c4core.search` (PUCT over the same net) when the shipped package has it.
+comes from `c4core.search` (PUCT over the same net) when the shipped package has it, and with
+``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
+(`SearchConfig.probe_from`), so the champion plays those endgames perfectly. Versions registered
+before ``probe_from`` existed do not declare it, and MLflow drops the parameter for them.
 
 Bad input raises `MlflowException` with ``INVALID_PARAMETER_VALUE``, which the scoring server
 turns into HTTP 400 carrying our message (any other exception would become a generic error with
@@ -22,6 +25,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -57,7 +61,9 @@ SIGNATURE = ModelSignature(
             ColSpec(DataType.double, "value"),
         ]
     ),
-    params=ParamSchema([ParamSpec("simulations", DataType.long, 0)]),
+    params=ParamSchema(
+        [ParamSpec("simulations", DataType.long, 0), ParamSpec("probe_from", DataType.long, 0)]
+    ),
 )
 INPUT_EXAMPLE = pd.DataFrame({"moves": ["4453", ""]})
 
@@ -133,6 +139,20 @@ def simulations_of(params: Mapping[str, Any] | None) -> int:
     return int(sims)
 
 
+def probe_of(params: Mapping[str, Any] | None, simulations: int, geometry: Geometry = STANDARD) -> int:
+    """The ``probe_from`` parameter: 0 (no solver probes) or a stone count, only with search."""
+    probe = (params or {}).get("probe_from", 0)
+    if probe is None:
+        return 0
+    if isinstance(probe, bool) or not isinstance(probe, (int, np.integer)):
+        raise BadInput(f"'probe_from' must be a whole number, got {probe!r}")
+    if not 0 <= probe <= geometry.cells:
+        raise BadInput(f"'probe_from' must be between 0 and {geometry.cells} stones, got {probe}")
+    if probe and not simulations:
+        raise BadInput("'probe_from' probes search leaves: it needs 'simulations' above 0")
+    return int(probe)
+
+
 def search_available() -> bool:
     """Whether the shipped package has the search this model uses for ``simulations`` > 0."""
     try:
@@ -142,8 +162,16 @@ def search_available() -> bool:
     return hasattr(search, "search") and hasattr(search, "SearchConfig")
 
 
-def evaluate(net: PolicyValueNet, positions: list[Position], simulations: int = 0) -> list[dict[str, Any]]:
-    """One answer per live position: the chosen column, move probabilities, value."""
+def evaluate(
+    net: PolicyValueNet,
+    positions: list[Position],
+    simulations: int = 0,
+    probe_from: int = 0,
+    solver: Any = None,
+) -> list[dict[str, Any]]:
+    """One answer per live position: the chosen column, move probabilities, value. With
+    `probe_from`, search probes `solver` (a `c4core.solver.Solver`; a fresh one when None) at
+    its leaves; a solver must not be shared by two calls at once (its table is not locked)."""
     import torch
 
     from c4core.batch import Boards
@@ -155,7 +183,8 @@ def evaluate(net: PolicyValueNet, positions: list[Position], simulations: int = 
             raise BadInput("search is not available in this model version: use simulations 0")
         from c4core.search import SearchConfig, search
 
-        result = search(net, boards, replace(SearchConfig(), simulations=simulations))
+        config = replace(SearchConfig(), simulations=simulations, probe_from=probe_from)
+        result = search(net, boards, config, solver=solver)
         probs, columns, values = result.probs, result.columns, result.values
     else:
         with torch.inference_mode():
@@ -180,12 +209,15 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
         ckpt = Checkpoint.load(context.artifacts["weights"])
         self.geometry = ckpt.geometry
         self.net = ckpt.build("cpu")
+        self._solver: Any = None  # made at the first probing request (76 MB of table)
+        self._solver_lock = threading.Lock()  # the scoring server may call predict from threads
 
     # no type hints on predict: MLflow would read them as a second, conflicting signature
     def predict(self, context, model_input, params=None):
         """One ``{"column", "probs", "value"}`` per record; `MlflowException` (HTTP 400) for bad input."""
         try:
             sims = simulations_of(params)
+            probe = probe_of(params, sims, self.geometry)
             records = records_of(model_input)
             if not records:
                 # MLflow drops records that hold neither known field, so this covers those too
@@ -201,7 +233,14 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
                     positions.append(parse_record(rec, self.geometry))
                 except BadInput as e:
                     raise BadInput(f"record {i}: {e}") from None
-            return evaluate(self.net, positions, sims)
+            if not probe:
+                return evaluate(self.net, positions, sims)
+            with self._solver_lock:  # one probing search at a time: they share the solver's table
+                if self._solver is None:
+                    from c4core.solver import Solver
+
+                    self._solver = Solver(self.geometry)
+                return evaluate(self.net, positions, sims, probe, self._solver)
         except BadInput as e:
             raise MlflowException(str(e), error_code=INVALID_PARAMETER_VALUE) from None
 

@@ -170,6 +170,15 @@ def test_the_strength_setting_searches(client: TestClient) -> None:
     assert status == 200 and out["column"] == 3 and out["value"] == 1.0
 
 
+def test_the_exact_endgame_setting_probes_the_solver(client: TestClient) -> None:
+    """With probe_from, search hands late leaves to the exact solver: an untrained champion
+    then finds the only result-keeping move of a 19-stone position (column 6, index 5)."""
+    only_defence = "6562471451742442257"
+    status, out = move(client, {"moves": only_defence, "simulations": 64, "probe_from": 20})
+    assert status == 200, out
+    assert out["column"] == 5 and out["value"] == 1.0 and out["probe_from"] == 20
+
+
 def test_an_empty_board_is_a_valid_request(client: TestClient) -> None:
     for body in ({"moves": ""}, {"board": [[0] * 7 for _ in range(6)]}, {"moves": "", "simulations": None}):
         status, out = move(client, body)
@@ -221,6 +230,10 @@ BAD = [
     ("text simulations", {"moves": "4", "simulations": "64"}, "whole number"),
     ("bool simulations", {"moves": "4", "simulations": True}, "whole number"),
     ("float simulations", {"moves": "4", "simulations": 1.5}, "whole number"),
+    ("probe without search", {"moves": "4", "probe_from": 16}, "needs 'simulations'"),
+    ("negative probe", {"moves": "4", "simulations": 8, "probe_from": -1}, "between 0 and 42"),
+    ("probe past the board", {"moves": "4", "simulations": 8, "probe_from": 43}, "between 0 and 42"),
+    ("text probe", {"moves": "4", "simulations": 8, "probe_from": "16"}, "whole number"),
 ]
 
 
@@ -236,8 +249,8 @@ def test_bad_input_is_a_400_that_says_what_is_wrong(client: TestClient, name: st
 def test_the_parser_agrees_with_the_game_rules(rng, random_move_string) -> None:
     for _ in range(100):
         moves = random_move_string(rng, unfinished=True)
-        pos, sims = parse_move_request(json.dumps({"moves": moves, "simulations": 7}).encode())
-        assert pos == Position.from_moves(moves) and sims == 7
+        pos, sims, probe = parse_move_request(json.dumps({"moves": moves, "simulations": 7}).encode())
+        assert pos == Position.from_moves(moves) and sims == 7 and probe == 0
     assert parse_move_request(b'{"moves": "4", "simulations": %d}' % MAX_SIMULATIONS)[1] == MAX_SIMULATIONS
 
 

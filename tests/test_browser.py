@@ -302,6 +302,10 @@ def test_search_strength_answers_too(site: str, browser) -> None:
     browser.find_element(By.CSS_SELECTOR, '.col[data-col="3"]').click()
     assert wait_settled(browser) == "your-turn" and len(moves_of(browser)) == 2
     assert "after 64 simulations" in browser.find_element(By.ID, "gauge-text").text
+    Select(browser.find_element(By.ID, "strength")).select_by_value("256+16")
+    browser.find_element(By.CSS_SELECTOR, '.col[data-col="3"]').click()
+    assert wait_settled(browser) == "your-turn" and len(moves_of(browser)) == 4
+    assert "endgames from 16 stones solved exactly" in browser.find_element(By.ID, "gauge-text").text
 
 
 def test_the_page_fits_a_phone(site: str, browser) -> None:

@@ -108,6 +108,16 @@ BAD_INPUTS = [
         {"dataframe_records": ONE, "params": {"simulations": "x"}},
         "simulations",
     ),
+    (
+        "probe without search",
+        {"dataframe_records": ONE, "params": {"probe_from": 16}},
+        "needs 'simulations'",
+    ),
+    (
+        "probe past the board",
+        {"dataframe_records": ONE, "params": {"simulations": 8, "probe_from": 43}},
+        "between 0 and 42",
+    ),
 ]
 
 
@@ -166,6 +176,13 @@ def test_simulations_use_search_when_the_package_has_it(model: ConnectFourModel)
     else:
         with pytest.raises(MlflowException, match="search is not available"):
             model.predict(None, [{"moves": "4453"}], {"simulations": 8})
+
+
+def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> None:
+    only_defence = "6562471451742442257"  # 19 stones: only column 6 keeps O's win
+    (out,) = model.predict(None, [{"moves": only_defence}], {"simulations": 64, "probe_from": 20})
+    assert out["column"] == 5 and out["value"] == 1.0
+    assert model._solver is not None  # kept for the next request
 
 
 # ---- over HTTP -----------------------------------------------------------------------------------
@@ -251,6 +268,17 @@ def test_served_simulations_follow_the_search_hook(servers: dict[str, str]) -> N
         assert r.json()["predictions"][0]["column"] in range(7)
     else:
         assert r.status_code == 400 and "search is not available" in r.json()["message"]
+
+
+@pytest.mark.slow
+def test_served_search_probes_the_solver(servers: dict[str, str]) -> None:
+    body = {
+        "dataframe_records": [{"moves": "6562471451742442257"}],
+        "params": {"simulations": 64, "probe_from": 20},
+    }
+    r = post(servers["champion"], body)
+    assert r.status_code == 200, r.text
+    assert r.json()["predictions"][0]["column"] == 5
 
 
 @pytest.mark.slow

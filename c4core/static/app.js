@@ -194,7 +194,8 @@ function renderAnswer() {
   } else {
     const signed = (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
     const who = v > 0.25 ? "thinks it is winning" : v < -0.25 ? "thinks you are winning" : "sees a balanced game";
-    const how = a.simulations ? `after ${a.simulations} simulations` : "network only";
+    const exact = a.probe_from ? `, endgames from ${a.probe_from} stones solved exactly` : "";
+    const how = a.simulations ? `after ${a.simulations} simulations${exact}` : "network only";
     text.textContent = `The champion ${who} (value ${signed}, ${how}).`;
   }
 }
@@ -256,7 +257,8 @@ function humanMove(col) {
 async function askChampion() {
   const token = state.token;
   const moves = state.moves;
-  const simulations = Number($("strength").value);
+  // "256+16": 256 simulations, search leaves of 16+ stones settled by the exact solver
+  const [simulations, probe_from = 0] = $("strength").value.split("+").map(Number);
   state.thinking = true;
   state.error = null;
   render(false);
@@ -267,7 +269,7 @@ async function askChampion() {
     const r = await fetch("/api/move", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ moves, simulations }),
+      body: JSON.stringify(probe_from ? { moves, simulations, probe_from } : { moves, simulations }),
       signal: state.controller.signal,
     });
     const body = await r.json().catch(() => ({}));
