@@ -215,11 +215,13 @@ def search_position(
     position: Position,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
+    solver: Solver | None = None,
 ) -> SearchResult:
-    """Search one position: visit distribution, chosen column and root value."""
+    """Search one position: visit distribution, chosen column and root value (`solver` as in
+    `search`)."""
     if position.is_terminal:
         raise ValueError("the game is over: there is no move to search")
-    r = search(net, Boards.from_positions([position]), config, generator)
+    r = search(net, Boards.from_positions([position]), config, generator, solver)
     proven = None if np.isnan(r.proven[0]) else int(r.proven[0])
     return SearchResult(
         column=int(r.columns[0]),
