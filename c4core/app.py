@@ -49,7 +49,7 @@ from starlette.concurrency import run_in_threadpool
 
 from c4core.game import STANDARD, Geometry, Position
 from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
-from c4core.serving import BadInput, evaluate, parse_record, probe_of
+from c4core.serving import BadInput, ProbingSolver, parse_record, probe_of
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +165,7 @@ class ChampionSource:
         self.device = device
         self._champion: Champion | None = None
         self._lock = threading.Lock()  # one refresh at a time
-        self._solver: Any = None  # made at the first probing move played in-process
-        self._solver_lock = threading.Lock()  # probing searches share the solver's table
+        self._solver = ProbingSolver()  # for moves played in-process with probe_from
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.checked_at: float | None = None
@@ -260,15 +259,8 @@ class ChampionSource:
         champ = self.require()
         if self.serve_url is not None:
             out = _ask_server(self.serve_url, position, simulations, probe_from)
-        elif probe_from:
-            with self._solver_lock:
-                if self._solver is None:
-                    from c4core.solver import Solver
-
-                    self._solver = Solver(self.geometry)
-                out = evaluate(champ.net, [position], simulations, probe_from, self._solver)[0]
         else:
-            out = evaluate(champ.net, [position], simulations)[0]
+            out = self._solver.evaluate(champ.net, [position], simulations, probe_from)[0]
         return out | {"champion": champ.info.to_json()}
 
 

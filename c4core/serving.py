@@ -202,6 +202,31 @@ def evaluate(
     return out
 
 
+class ProbingSolver:
+    """The exact solver behind probing searches (``probe_from`` > 0) of one served net: made at
+    the first such request (76 MB of table), then kept warm, and used by one search at a time,
+    since the scoring server and the play page answer requests from several threads. The
+    positions of one call share a geometry (the net's)."""
+
+    def __init__(self) -> None:
+        self._solver: Any = None
+        self._lock = threading.Lock()
+
+    def evaluate(
+        self, net: PolicyValueNet, positions: list[Position], simulations: int, probe_from: int
+    ) -> list[dict[str, Any]]:
+        """`evaluate` with this solver's table (plain `evaluate` when `probe_from` is 0)."""
+        if not probe_from:
+            return evaluate(net, positions, simulations)
+        geometry = positions[0].geometry if positions else STANDARD
+        with self._lock:
+            if self._solver is None or self._solver.geometry != geometry:
+                from c4core.solver import Solver
+
+                self._solver = Solver(geometry)
+            return evaluate(net, positions, simulations, probe_from, self._solver)
+
+
 class ConnectFourModel(mlflow.pyfunc.PythonModel):
     """A league snapshot as a pyfunc: records in, one move per record out."""
 
@@ -209,8 +234,7 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
         ckpt = Checkpoint.load(context.artifacts["weights"])
         self.geometry = ckpt.geometry
         self.net = ckpt.build("cpu")
-        self._solver: Any = None  # made at the first probing request (76 MB of table)
-        self._solver_lock = threading.Lock()  # the scoring server may call predict from threads
+        self.solver = ProbingSolver()
 
     # no type hints on predict: MLflow would read them as a second, conflicting signature
     def predict(self, context, model_input, params=None):
@@ -233,14 +257,7 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
                     positions.append(parse_record(rec, self.geometry))
                 except BadInput as e:
                     raise BadInput(f"record {i}: {e}") from None
-            if not probe:
-                return evaluate(self.net, positions, sims)
-            with self._solver_lock:  # one probing search at a time: they share the solver's table
-                if self._solver is None:
-                    from c4core.solver import Solver
-
-                    self._solver = Solver(self.geometry)
-                return evaluate(self.net, positions, sims, probe, self._solver)
+            return self.solver.evaluate(self.net, positions, sims, probe)
         except BadInput as e:
             raise MlflowException(str(e), error_code=INVALID_PARAMETER_VALUE) from None
 

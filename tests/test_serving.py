@@ -182,7 +182,7 @@ def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> N
     only_defence = "6562471451742442257"  # 19 stones: only column 6 keeps O's win
     (out,) = model.predict(None, [{"moves": only_defence}], {"simulations": 64, "probe_from": 20})
     assert out["column"] == 5 and out["value"] == 1.0
-    assert model._solver is not None  # kept for the next request
+    assert model.solver._solver is not None  # kept warm for the next request
 
 
 # ---- over HTTP -----------------------------------------------------------------------------------
