@@ -12,7 +12,7 @@ as a served model's does.
 
 Usage:
     python benchmarks/bench_probe.py models:/connect4@champion --tracking-uri URI \\
-        [--simulations 256] [--probe 24:20000 20:20000 16:20000 12:20000 12:200000]
+        [--simulations 256] [--probe 24:20000 20:20000 16:20000 12:20000 12:200000] [--misses]
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from dataclasses import replace
 
 import torch
 
+from c4core.batch import Boards
 from c4core.net import NetPlayer
 from c4core.players import make_player
-from c4core.search import SearchConfig, SearchPlayer, search_position
+from c4core.search import SearchConfig, SearchPlayer, search, search_position
 from c4core.solver import Solver
-from c4core.suite import default_suite_path, evaluate_suite, load_suite
+from c4core.suite import SuitePosition, default_suite_path, evaluate_suite, load_suite, outcome
 
 
 def main() -> None:
@@ -41,6 +42,7 @@ def main() -> None:
         "--probe", nargs="*", default=["24:20000", "20:20000", "16:20000", "12:20000", "12:200000"]
     )
     p.add_argument("--every", type=int, default=6, help="latency over every N-th suite position")
+    p.add_argument("--misses", action="store_true", help="list the counted positions each setting gets wrong")
     args = p.parse_args()
     torch.set_num_threads(1)
     path = args.suite or default_suite_path()
@@ -73,6 +75,23 @@ def main() -> None:
             f"{probe_from or '-':>10}  {nodes or '-':>11}  {cells}  {report.seconds:9.1f}  "
             f"{statistics.median(ms):14.1f}  {ms[int(0.9 * (len(ms) - 1))]:11.1f}  {ms[-1]:11.1f}"
         )
+        if args.misses:
+            show_misses(player, [q for q in suite if q.counted])
+
+
+def show_misses(player: SearchPlayer, counted: list[SuitePosition]) -> None:
+    """Each counted position the player gets wrong: the best and the chosen move's outcome
+    (+1 win, 0 draw, -1 loss), and the network's prior and the search's visits on the choice."""
+    r = search(
+        player.net, Boards.from_positions([q.position for q in counted]), player.config, solver=player.solver
+    )
+    for i, q in enumerate(counted):
+        col = int(r.columns[i])
+        if not q.keeps_result(col):
+            print(
+                f"    miss: ply {q.ply:2d} {q.moves:<14} best {outcome(q.best):+d} chose column {col + 1} "
+                f"({outcome(q.scores[col]):+d}), prior {r.priors[i, col]:.2f}, visits {r.visits[i, col]}"
+            )
 
 
 if __name__ == "__main__":

@@ -84,7 +84,9 @@ class SearchConfig:
     """Probe the exact solver (`c4core.solver`) at every new leaf with at least this many stones;
     0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase settles
     a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an exact
-    oracle, not the network's own strength: report it apart from plain search."""
+    oracle, not the network's own strength: report it apart from plain search. A probe that
+    runs out of budget on a cold table may finish on a warm one, so a probing search depends
+    on what its solver has seen before, as an engine's does on its hash table."""
     probe_nodes: int = 20_000
     """Node budget of one probe: a leaf that needs more is left to the network."""
 
