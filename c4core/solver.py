@@ -218,23 +218,6 @@ class Solver:
         self._values = np.zeros(table_size, np.int16)
         self._scratch = np.zeros((g.cells + 1, 2 * g.cols), np.int64)
 
-    def _run(self, cur: int, mask: int, ply: int, weak: bool) -> int | None:
-        budget = np.array([0, self.max_nodes if self.max_nodes is not None else 1 << 62], np.int64)
-        r = _solve(
-            np.int64(cur),
-            np.int64(mask),
-            np.int64(ply),
-            weak,
-            self._geo,
-            self._order,
-            self._keys,
-            self._values,
-            self._scratch,
-            budget,
-        )
-        self.nodes = int(budget[0])
-        return None if r == _ABORTED else int(r)
-
     def scores(
         self,
         current: np.ndarray,
@@ -280,7 +263,8 @@ class Solver:
         self._check(pos)
         if pos.is_full:
             return 0
-        return self._run(pos.current, pos.mask, pos.ply, weak)
+        (value,) = self.scores(np.array([pos.current]), np.array([pos.mask]), np.array([pos.ply]), weak)
+        return None if np.isnan(value) else int(value)
 
     def move_scores(self, pos: Position, weak: bool = False) -> list[int | None] | None:
         """Exact score of each column for the side to move, None for a full column; the whole
