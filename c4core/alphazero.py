@@ -33,105 +33,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot
+from c4core.config import AlphaZeroConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
-from c4core.search import SearchConfig, search
+from c4core.search import search
 from c4core.solver import Solver
-
-
-@dataclass(frozen=True)
-class AlphaZeroConfig:
-    """Hyperparameters of the AlphaZero-style learner, per generation."""
-
-    iterations: int = 10
-    """Self-play-then-update rounds per generation."""
-    games: int = 256
-    """Self-play games per iteration, all searched together in one batch."""
-    simulations: int = 64
-    """Search simulations per self-play move."""
-    c_puct: float = 1.5
-    """PUCT exploration constant of the self-play search."""
-    dirichlet_alpha: float = 1.0
-    """Root noise concentration (AlphaZero: about 10 / legal moves, so about 1.4 for 7 columns)."""
-    noise_fraction: float = 0.25
-    """Weight of the root noise in the priors."""
-    opening_plies: int = 4
-    """Fewest uniformly random plies that open a game (not trained on), so the games vary."""
-    opening_plies_max: int = 4
-    """Most random opening plies: each game draws its count uniformly from `opening_plies`
-    to this, so the net also learns positions that strong play never reaches (the solver
-    suites are random walks of 4 to 36 plies; people on the play page wander too)."""
-    temperature_plies: int = 8
-    """Plies after the opening whose move is sampled in proportion to the visits; greedy after."""
-    q_weight: float = 0.5
-    """Weight of the search's root value against the game outcome in unproven value targets."""
-    replay_iterations: int = 4
-    """Replay window: train on the samples of this many latest iterations."""
-    epochs: float = 2.0
-    """Gradient steps per iteration = epochs * new samples / batch_size (minibatches drawn from
-    the whole window, so a sample is seen about epochs * replay_iterations times)."""
-    batch_size: int = 512
-    """Samples per gradient step (before mirroring, which doubles it)."""
-    learning_rate: float = 1e-3
-    """Adam step size."""
-    weight_decay: float = 1e-4
-    """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
-    mirror: bool = True
-    """Add every sample's left-right mirror to each minibatch."""
-    solve_from: int = 0
-    """Rescore self-play with the exact solver (`c4core.solver`) from this ply on; 0 never.
-    Decisions at or past it that the solver settles within `solve_nodes` take their exact
-    result (win, draw or loss) as value target, and each game's earlier decisions take, as
-    their outcome z, the exact result of the game's first settled position instead of how the
-    noisy self-play continuation happened to end (Leela Chess Zero rescores its training games
-    with endgame tablebases the same way). Openings stay the network's own to learn."""
-    solve_nodes: int = 200_000
-    """Node budget of one exact solve: a position that needs more keeps its search targets."""
-    probe_from: int = 0
-    """The self-play search probes the exact solver at leaves with at least this many stones
-    (`SearchConfig.probe_from`); 0 never. Play from the middle game on then follows exact
-    results where the solver reaches them, so the outcomes that earlier positions learn from
-    are closer to perfect play's."""
-    probe_nodes: int = 20_000
-    """Node budget of one probe."""
-
-    def __post_init__(self) -> None:
-        if self.iterations < 0 or self.games < 1 or self.simulations < 1 or self.batch_size < 1:
-            raise ValueError(f"bad AlphaZero config: {self}")
-        if not 0.0 <= self.q_weight <= 1.0:
-            raise ValueError("q_weight must be within 0..1")
-        if self.replay_iterations < 1 or not self.epochs > 0:
-            raise ValueError("replay_iterations must be at least 1 and epochs positive")
-        if self.opening_plies < 0 or self.temperature_plies < 0:
-            raise ValueError("opening_plies and temperature_plies must be 0 or more")
-        if self.opening_plies_max < self.opening_plies:
-            raise ValueError("opening_plies_max must be at least opening_plies")
-        if self.solve_from < 0 or self.solve_nodes < 1:
-            raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
-        if self.probe_from < 0 or self.probe_nodes < 1:
-            raise ValueError("probe_from must be 0 (never) or a ply, and probe_nodes at least 1")
-
-    @property
-    def search(self) -> SearchConfig:
-        """The self-play search: root noise on, greedy (the learner samples early moves itself)."""
-        return SearchConfig(
-            simulations=self.simulations,
-            c_puct=self.c_puct,
-            root_noise=True,
-            dirichlet_alpha=self.dirichlet_alpha,
-            noise_fraction=self.noise_fraction,
-            max_trees=self.games,
-            probe_from=self.probe_from,
-            probe_nodes=self.probe_nodes,
-        )
 
 
 @dataclass(frozen=True)
@@ -177,8 +91,8 @@ def self_play(
     """Play `config.games` searched self-play games; returns every decision with its targets
     and statistics (first player's W/D/L, game length, share of proven roots). With
     `config.solve_from`, `solver` rescores the targets (one is made when none is given), and
-    with `config.probe_from` the search probes it too."""
-    if solver is None and (config.solve_from or config.probe_from):
+    with `config.search.probe_from` the search probes it too."""
+    if solver is None and (config.solve_from or config.search.probe_from):
         solver = Solver(geometry, max_nodes=config.solve_nodes)
     device = next(net.parameters()).device
     boards = Boards(config.games, geometry, device)
@@ -193,7 +107,7 @@ def self_play(
         for name in ("current", "mask", "ply", "done", "result"):
             getattr(boards, name)[idx] = getattr(sub, name)
     sampled_until = (opening + config.temperature_plies).cpu()
-    scfg = config.search
+    scfg = replace(config.search, max_trees=config.games)  # every game in one batch
     rows: list[tuple[torch.Tensor, ...]] = []
     proven_roots = decisions = 0
     net.eval()
@@ -351,7 +265,7 @@ def train(
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
     solver = (
-        Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from or config.probe_from else None
+        Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from or config.search.probe_from else None
     )
     for it in range(config.iterations):
         start = time.perf_counter()

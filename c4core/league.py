@@ -9,216 +9,29 @@ champion is the best-rated snapshot.
 
 The league's state lives behind `LeagueStore`, so the same steps run on a local folder (here)
 or on MLflow (`c4core.registry`), and every step is idempotent: a snapshot or match that the
-store already holds is reused, never redone, which is what makes a killed league resumable.
+store already holds is reused, never redone, which is what makes a killed league resumable. The
+config and the profiles live in `c4core.config`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
-from c4core.alphazero import AlphaZeroConfig
 from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
+from c4core.config import BOT_NAMES, LeagueConfig, generation_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
-from c4core.game import Geometry
 from c4core.match import MatchResult, play_match
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
-from c4core.ppo import PPOConfig
+from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.ppo import train as train_ppo
-
-BOT_NAMES = ("random", "tactical")
-
-
-@dataclass(frozen=True)
-class LeagueConfig:
-    """Everything that defines a league run; its hash keys resumable work."""
-
-    name: str = "default"
-    """League name: snapshots and records are grouped by it."""
-    profile: str = "custom"
-    """Which profile this config came from (informational)."""
-    generations: int = 4
-    """Generations to run."""
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    """PPO learner hyperparameters per generation."""
-    alphazero: AlphaZeroConfig = field(default_factory=AlphaZeroConfig)
-    """AlphaZero-style learner hyperparameters per generation (see `alphazero_from`)."""
-    alphazero_from: int = 0
-    """First generation trained by the AlphaZero-style learner, continuing from the previous
-    snapshot; earlier generations train by PPO. 0: PPO throughout."""
-    net: NetConfig = field(default_factory=NetConfig)
-    """Network shape."""
-    match_games: int = 400
-    """Games per pairing when a new snapshot plays the league (even: both colours)."""
-    opening_plies: int = 4
-    """Random opening plies in league matches."""
-    top_snapshots: int = 3
-    """How many of the best-rated snapshots the learner trains against."""
-    rows: int = 6
-    """Board rows."""
-    cols: int = 7
-    """Board columns."""
-    connect: int = 4
-    """Stones in a row to win."""
-    seed: int = 0
-    """Seed of training and matches."""
-    device: str = "cpu"
-    """Torch device for training and net play."""
-
-    def __post_init__(self) -> None:
-        if not self.name or not all(ch.isalnum() or ch in "-_." for ch in self.name):
-            raise ValueError(f"league name {self.name!r} must be letters, digits, '-', '_' or '.'")
-        if self.generations < 1:
-            raise ValueError("generations must be at least 1")
-        if self.match_games < 2 or self.match_games % 2:
-            raise ValueError("match_games must be an even number of at least 2")
-        if self.alphazero_from < 0:
-            raise ValueError("alphazero_from must be 0 (never) or a generation number")
-        if self.net.rows != self.rows or self.net.cols != self.cols:
-            raise ValueError("the network's board size must match the league's")
-        Geometry(self.rows, self.cols, self.connect)
-
-    @property
-    def geometry(self) -> Geometry:
-        return Geometry(self.rows, self.cols, self.connect)
-
-    def learner(self, generation: int) -> str:
-        """Which learner trains `generation`: ``"ppo"`` or ``"alphazero"``."""
-        return "alphazero" if 0 < self.alphazero_from <= generation else "ppo"
-
-    def iterations(self, generation: int) -> int:
-        """Training iterations of `generation` (its learner's)."""
-        return (self.alphazero if self.learner(generation) == "alphazero" else self.ppo).iterations
-
-    def describe_training(self) -> str:
-        """One line on how the generations train, for logs and model cards."""
-        p, a = self.ppo, self.alphazero
-        ppo_gens = (
-            self.generations if not self.alphazero_from else min(self.generations, self.alphazero_from - 1)
-        )
-        parts = []
-        if ppo_gens:
-            parts.append(
-                f"{ppo_gens} PPO generation(s) x {p.iterations} iterations x {p.games} games against "
-                "random, tactical, the best snapshots and itself"
-            )
-        if self.generations > ppo_gens:
-            parts.append(
-                f"{self.generations - ppo_gens} AlphaZero generation(s) x {a.iterations} iterations x "
-                f"{a.games} self-play games searched at {a.simulations} simulations a move"
-                + (f", rescored by the exact solver from ply {a.solve_from}" if a.solve_from else "")
-                + (f", the search probing it at leaves from ply {a.probe_from}" if a.probe_from else "")
-            )
-        return ", then ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LeagueConfig:
-        d = dict(d)
-        d["ppo"] = PPOConfig(**d.get("ppo", {}))
-        d["net"] = NetConfig(**d.get("net", {}))
-        d["alphazero"] = AlphaZeroConfig(**d.get("alphazero", {}))
-        return cls(**d)
-
-    def training_hash(self) -> str:
-        """Hash of everything that changes what a generation produces (not its name or length),
-        so a rerun of the same league reuses work and a changed recipe never does."""
-        d = self.to_dict()
-        for k in ("name", "generations", "profile", "device"):
-            d.pop(k)
-        if not self.alphazero_from:  # PPO-only leagues keep the hashes they had before it existed
-            d.pop("alphazero")
-            d.pop("alphazero_from")
-        else:  # and AlphaZero leagues those from before each of the solver's uses
-            if not self.alphazero.solve_from:
-                d["alphazero"].pop("solve_from")
-                d["alphazero"].pop("solve_nodes")
-            if not self.alphazero.probe_from:
-                d["alphazero"].pop("probe_from")
-                d["alphazero"].pop("probe_nodes")
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
-
-
-PROFILES: dict[str, LeagueConfig] = {
-    "smoke": LeagueConfig(
-        profile="smoke",
-        generations=2,
-        ppo=PPOConfig(iterations=2, games=32, minibatch_size=256, update_epochs=1),
-        net=NetConfig(blocks=1, channels=8, value_hidden=16),
-        match_games=20,
-    ),
-    "cpu": LeagueConfig(
-        profile="cpu",
-        generations=6,
-        ppo=PPOConfig(iterations=25, games=768),
-        net=NetConfig(blocks=2, channels=32),
-        match_games=400,
-    ),
-    # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
-    # from them, rescored by the exact solver from ply 16: 101 minutes on 2 cores
-    # (docs/BENCHMARKS.md)
-    "cpu-az": LeagueConfig(
-        profile="cpu-az",
-        generations=18,
-        ppo=PPOConfig(iterations=25, games=768),
-        alphazero=AlphaZeroConfig(
-            iterations=40,
-            games=256,
-            simulations=64,
-            opening_plies=2,
-            opening_plies_max=24,
-            replay_iterations=8,
-            solve_from=16,
-        ),
-        alphazero_from=7,
-        net=NetConfig(blocks=2, channels=32),
-        match_games=400,
-    ),
-    "gpu": LeagueConfig(
-        profile="gpu",
-        generations=20,
-        ppo=PPOConfig(iterations=25, games=2048, learning_rate=3e-4, minibatch_size=2048),
-        net=NetConfig(blocks=4, channels=64),
-        match_games=400,
-        device="cuda",
-    ),
-}
-
-
-def profile(profile_name: str, /, **overrides: Any) -> LeagueConfig:
-    """A named profile, with field overrides (``ppo``/``alphazero``/``net`` fields go in dicts)."""
-    if profile_name not in PROFILES:
-        raise ValueError(f"unknown profile {profile_name!r}: choose from {', '.join(PROFILES)}")
-    base = PROFILES[profile_name]
-    nested = {k: overrides.pop(k) for k in ("ppo", "alphazero", "net") if isinstance(overrides.get(k), dict)}
-    cfg = replace(base, **overrides)
-    return replace(cfg, **{k: replace(getattr(cfg, k), **v) for k, v in nested.items()})
-
-
-def with_training(
-    config: LeagueConfig, iterations: int | None = None, games: int | None = None
-) -> LeagueConfig:
-    """`config` with both learners' iterations per generation and games per iteration replaced
-    where given (the trigger form's and the CLI's overrides)."""
-    change = {k: v for k, v in (("iterations", iterations), ("games", games)) if v is not None}
-    if not change:
-        return config
-    return replace(config, ppo=replace(config.ppo, **change), alphazero=replace(config.alphazero, **change))
-
-
-def snapshot_name(generation: int) -> str:
-    return f"gen{generation}"
 
 
 class LeagueStore(Protocol):
@@ -253,7 +66,7 @@ class LocalStore:
 
     def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
         checkpoint.save(self._path(checkpoint.generation))
-        _atomic_write(self.root / f"{snapshot_name(checkpoint.generation)}.metrics.json", json.dumps(metrics))
+        atomic_write(self.root / f"{snapshot_name(checkpoint.generation)}.metrics.json", json.dumps(metrics))
 
     def results(self) -> list[MatchResult]:
         path = self.root / "matches.jsonl"
@@ -266,10 +79,11 @@ class LocalStore:
         if any({r.a, r.b} == {result.a, result.b} for r in existing):
             return
         lines = [json.dumps(r.to_record()) for r in existing + [result]]
-        _atomic_write(self.root / "matches.jsonl", "\n".join(lines) + "\n")
+        atomic_write(self.root / "matches.jsonl", "\n".join(lines) + "\n")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file, so a reader never sees half of it."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)
@@ -302,8 +116,9 @@ def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int) ->
 def load_member(store: LeagueStore, name: str, config: LeagueConfig, greedy: bool = True) -> Player:
     if name in BOTS:
         return BOTS[name]()
-    if name.startswith("gen") and name[3:].isdigit():
-        ckpt = store.snapshot(int(name[3:]))
+    generation = generation_of(name)
+    if generation is not None:
+        ckpt = store.snapshot(generation)
         if ckpt is not None:
             return NetPlayer(ckpt.build(config.device), name=name, greedy=greedy)
     raise ValueError(f"league {config.name!r} has no member {name!r}")

@@ -10,6 +10,7 @@ split by who moved first. Two scripted bots play in compiled kernels; anything e
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,10 @@ class WDL:
 
     def __add__(self, other: WDL) -> WDL:
         return WDL(self.win + other.win, self.draw + other.draw, self.loss + other.loss)
+
+    def flipped(self) -> WDL:
+        """The same games from the other side: wins become losses."""
+        return WDL(self.loss, self.draw, self.win)
 
     @classmethod
     def of(cls, outcomes: np.ndarray) -> WDL:
@@ -104,6 +109,17 @@ class MatchResult:
             b_first=WDL(**rec["b_first"]),
             seconds=float(rec.get("seconds", 0.0)),
         )
+
+
+def head_to_head(results: Iterable[MatchResult], a: str, b: str) -> WDL | None:
+    """A's wins, draws and losses against B in their recorded match, whichever side recorded it;
+    None when they have not played."""
+    for r in results:
+        if (r.a, r.b) == (a, b):
+            return r.total
+        if (r.a, r.b) == (b, a):
+            return r.total.flipped()
+    return None
 
 
 def play_match(

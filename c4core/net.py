@@ -26,31 +26,10 @@ from torch.nn import functional as F
 
 from c4core.batch import Boards
 from c4core.bots import Player
+from c4core.config import NetConfig
 from c4core.game import NUM_PLANES, STANDARD, Geometry
 
 _NEG = -1e9
-
-
-@dataclass(frozen=True)
-class NetConfig:
-    """Network shape."""
-
-    blocks: int = 2
-    """Residual blocks (the reference uses 4)."""
-    channels: int = 32
-    """Convolution channels (the reference uses 64)."""
-    value_hidden: int = 64
-    """Width of the value head's hidden layer."""
-    rows: int = 6
-    """Board rows the net is built for."""
-    cols: int = 7
-    """Board columns the net is built for."""
-    threat_planes: bool = True
-    """See both sides' winning cells as input (False blanks those planes, for ablations)."""
-
-    def __post_init__(self) -> None:
-        if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
-            raise ValueError(f"bad network size: {self}")
 
 
 class _Block(nn.Module):

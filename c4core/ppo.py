@@ -22,53 +22,10 @@ from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import Player, RandomBot
+from c4core.config import PPOConfig
 from c4core.game import STANDARD, Geometry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters (names after CleanRL's ppo.py)."""
-
-    iterations: int = 20
-    """PPO iterations (collect, then update) per generation."""
-    games: int = 512
-    """Games collected per iteration, split evenly over the opponents."""
-    learning_rate: float = 1e-3
-    """Adam step size."""
-    update_epochs: int = 4
-    """Passes over each iteration's data."""
-    minibatch_size: int = 1024
-    """Learner decisions per gradient step."""
-    clip_coef: float = 0.2
-    """PPO ratio clipping."""
-    ent_coef: float = 0.01
-    """Entropy bonus weight."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    gae_lambda: float = 0.9
-    """GAE lambda; 1.0 is the plain Monte Carlo return, lower bootstraps more from the value."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping."""
-    mirror: bool = False
-    """Add the left-right mirror of every decision to the update. Off by default: it learns
-    faster early but collapses the policy's entropy later (docs/BENCHMARKS.md)."""
-    opening_plies: int = 4
-    """Random plies that open every training game, as in league matches: without them a
-    sharpening policy keeps replaying a few openings and overfits to them."""
-    target_kl: float | None = 0.03
-    """Stop an iteration's epochs early once the approximate KL to the old policy passes this."""
-    dual_clip: float | None = 3.0
-    """Dual-clip PPO (Ye et al. 2020): bound the loss of a negative-advantage decision at this
-    ratio. Mirrored decisions are off-policy, and one whose old probability was tiny would
-    otherwise get an unbounded ratio and wreck the update."""
-
-    def __post_init__(self) -> None:
-        if self.iterations < 0 or self.games < 2 or self.minibatch_size < 1:
-            raise ValueError(f"bad PPO config: {self}")
-        if not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError("gae_lambda must be within 0..1")
 
 
 @dataclass

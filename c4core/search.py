@@ -57,54 +57,10 @@ import torch
 
 from c4core.batch import Boards
 from c4core.bots import Player
+from c4core.config import SearchConfig
 from c4core.game import Geometry, Position, winning_cells
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.solver import Solver
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Search settings; the defaults are for evaluation (noise off, greedy move choice)."""
-
-    simulations: int = 256
-    """Simulations per position (the root's expansion is not counted)."""
-    c_puct: float = 1.5
-    """Exploration constant of the PUCT rule (not tuned; AlphaZero used 1.25 near the root)."""
-    root_noise: bool = False
-    """Mix Dirichlet noise into the root priors: self-play training only, never evaluation."""
-    dirichlet_alpha: float = 1.0
-    """Dirichlet concentration (AlphaZero scaled it as about 10 / typical number of moves)."""
-    noise_fraction: float = 0.25
-    """Weight of the noise in the root priors when `root_noise` is on."""
-    temperature: float = 0.0
-    """0 plays the most visited move; above 0 samples in proportion to visits ** (1 / temperature)."""
-    max_trees: int = 1024
-    """Trees searched together; a larger batch is searched in chunks of this size to bound memory."""
-    probe_from: int = 0
-    """Probe the exact solver (`c4core.solver`) at every new leaf with at least this many stones;
-    0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase settles
-    a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an exact
-    oracle, not the network's own strength: report it apart from plain search. A probe that
-    runs out of budget on a cold table may finish on a warm one, so a probing search depends
-    on what its solver has seen before, as an engine's does on its hash table."""
-    probe_nodes: int = 20_000
-    """Node budget of one probe: a leaf that needs more is left to the network."""
-
-    def __post_init__(self) -> None:
-        if type(self.simulations) is not int or self.simulations < 1:
-            raise ValueError(f"simulations must be a whole number of at least 1, got {self.simulations!r}")
-        if not self.c_puct > 0:
-            raise ValueError(f"c_puct must be positive, got {self.c_puct}")
-        if not self.dirichlet_alpha > 0 or not 0 <= self.noise_fraction <= 1:
-            raise ValueError("dirichlet_alpha must be positive and noise_fraction within 0..1")
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be 0 or more, got {self.temperature}")
-        if self.max_trees < 1:
-            raise ValueError(f"max_trees must be at least 1, got {self.max_trees}")
-        if type(self.probe_from) is not int or self.probe_from < 0:
-            raise ValueError(f"probe_from must be 0 (never) or a number of stones, got {self.probe_from!r}")
-        if self.probe_nodes < 1:
-            raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
 
 
 @dataclass(frozen=True)

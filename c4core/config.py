@@ -1,0 +1,444 @@
+"""Every config of the library and the league profiles: frozen dataclasses, no torch, no numba.
+
+A `LeagueConfig` holds the whole recipe of a league: the network (`NetConfig`), both learners
+(`PPOConfig`, `AlphaZeroConfig`, whose self-play search is a `SearchConfig`), matches and the
+board. Configs are logged whole as MLflow params, and `LeagueConfig.training_hash` keys every
+resumable record by the settings that change what a generation produces (`identity`). Reading
+a config, as the DAG's form check and the report do, imports nothing heavy. Member names
+(`snapshot_name`, `generation_of`, `BOT_NAMES`) live here too, beside the config they follow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any
+
+from c4core.game import Geometry
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Search settings; the defaults are for evaluation (noise off, greedy move choice)."""
+
+    simulations: int = 256
+    """Simulations per position (the root's expansion is not counted)."""
+    c_puct: float = 1.5
+    """Exploration constant of the PUCT rule (not tuned; AlphaZero used 1.25 near the root)."""
+    root_noise: bool = False
+    """Mix Dirichlet noise into the root priors: self-play training only, never evaluation."""
+    dirichlet_alpha: float = 1.0
+    """Dirichlet concentration (AlphaZero scaled it as about 10 / typical number of moves)."""
+    noise_fraction: float = 0.25
+    """Weight of the noise in the root priors when `root_noise` is on."""
+    temperature: float = 0.0
+    """0 plays the most visited move; above 0 samples in proportion to visits ** (1 / temperature)."""
+    max_trees: int = 1024
+    """Trees searched together; a larger batch is searched in chunks of this size to bound memory."""
+    probe_from: int = 0
+    """Probe the exact solver (`c4core.solver`) at every new leaf with at least this many stones;
+    0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase settles
+    a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an exact
+    oracle, not the network's own strength: report it apart from plain search. A probe that
+    runs out of budget on a cold table may finish on a warm one, so a probing search depends
+    on what its solver has seen before, as an engine's does on its hash table."""
+    probe_nodes: int = 20_000
+    """Node budget of one probe: a leaf that needs more is left to the network."""
+
+    def __post_init__(self) -> None:
+        if type(self.simulations) is not int or self.simulations < 1:
+            raise ValueError(f"simulations must be a whole number of at least 1, got {self.simulations!r}")
+        if not self.c_puct > 0:
+            raise ValueError(f"c_puct must be positive, got {self.c_puct}")
+        if not self.dirichlet_alpha > 0 or not 0 <= self.noise_fraction <= 1:
+            raise ValueError("dirichlet_alpha must be positive and noise_fraction within 0..1")
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be 0 or more, got {self.temperature}")
+        if self.max_trees < 1:
+            raise ValueError(f"max_trees must be at least 1, got {self.max_trees}")
+        if type(self.probe_from) is not int or self.probe_from < 0:
+            raise ValueError(f"probe_from must be 0 (never) or a number of stones, got {self.probe_from!r}")
+        if self.probe_nodes < 1:
+            raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
+
+    def inert(self) -> frozenset[str]:
+        return frozenset() if self.probe_from else frozenset({"probe_nodes"})
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Network shape."""
+
+    blocks: int = 2
+    """Residual blocks (the reference uses 4)."""
+    channels: int = 32
+    """Convolution channels (the reference uses 64)."""
+    value_hidden: int = 64
+    """Width of the value head's hidden layer."""
+    rows: int = 6
+    """Board rows the net is built for."""
+    cols: int = 7
+    """Board columns the net is built for."""
+    threat_planes: bool = True
+    """See both sides' winning cells as input (False blanks those planes, for ablations)."""
+
+    def __post_init__(self) -> None:
+        if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
+            raise ValueError(f"bad network size: {self}")
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters (names after CleanRL's ppo.py)."""
+
+    iterations: int = 20
+    """PPO iterations (collect, then update) per generation."""
+    games: int = 512
+    """Games collected per iteration, split evenly over the opponents."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    update_epochs: int = 4
+    """Passes over each iteration's data."""
+    minibatch_size: int = 1024
+    """Learner decisions per gradient step."""
+    clip_coef: float = 0.2
+    """PPO ratio clipping."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    gae_lambda: float = 0.9
+    """GAE lambda; 1.0 is the plain Monte Carlo return, lower bootstraps more from the value."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping."""
+    mirror: bool = False
+    """Add the left-right mirror of every decision to the update. Off by default: it learns
+    faster early but collapses the policy's entropy later (docs/BENCHMARKS.md)."""
+    opening_plies: int = 4
+    """Random plies that open every training game, as in league matches: without them a
+    sharpening policy keeps replaying a few openings and overfits to them."""
+    target_kl: float | None = 0.03
+    """Stop an iteration's epochs early once the approximate KL to the old policy passes this."""
+    dual_clip: float | None = 3.0
+    """Dual-clip PPO (Ye et al. 2020): bound the loss of a negative-advantage decision at this
+    ratio. Mirrored decisions are off-policy, and one whose old probability was tiny would
+    otherwise get an unbounded ratio and wreck the update."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 2 or self.minibatch_size < 1:
+            raise ValueError(f"bad PPO config: {self}")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError("gae_lambda must be within 0..1")
+
+
+@dataclass(frozen=True)
+class AlphaZeroConfig:
+    """Hyperparameters of the AlphaZero-style learner, per generation."""
+
+    iterations: int = 10
+    """Self-play-then-update rounds per generation."""
+    games: int = 256
+    """Self-play games per iteration, all searched together in one batch."""
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(simulations=64, root_noise=True))
+    """The self-play search: simulations per move, c_puct, root noise (on: AlphaZero's Dirichlet
+    noise, concentration about 10 / legal moves), and solver probes at leaves of at least
+    `search.probe_from` stones (0 never), so that play from the middle game on follows exact
+    results where the solver reaches them and earlier positions learn from outcomes closer to
+    perfect play's. Its move choice is greedy (the learner samples early moves itself) and all
+    `games` are searched in one batch, whatever `max_trees` says."""
+    opening_plies: int = 4
+    """Fewest uniformly random plies that open a game (not trained on), so the games vary."""
+    opening_plies_max: int = 4
+    """Most random opening plies: each game draws its count uniformly from `opening_plies`
+    to this, so the net also learns positions that strong play never reaches (the solver
+    suites are random walks of 4 to 36 plies; people on the play page wander too)."""
+    temperature_plies: int = 8
+    """Plies after the opening whose move is sampled in proportion to the visits; greedy after."""
+    q_weight: float = 0.5
+    """Weight of the search's root value against the game outcome in unproven value targets."""
+    replay_iterations: int = 4
+    """Replay window: train on the samples of this many latest iterations."""
+    epochs: float = 2.0
+    """Gradient steps per iteration = epochs * new samples / batch_size (minibatches drawn from
+    the whole window, so a sample is seen about epochs * replay_iterations times)."""
+    batch_size: int = 512
+    """Samples per gradient step (before mirroring, which doubles it)."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    weight_decay: float = 1e-4
+    """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
+    mirror: bool = True
+    """Add every sample's left-right mirror to each minibatch."""
+    solve_from: int = 0
+    """Rescore self-play with the exact solver (`c4core.solver`) from this ply on; 0 never.
+    Decisions at or past it that the solver settles within `solve_nodes` take their exact
+    result (win, draw or loss) as value target, and each game's earlier decisions take, as
+    their outcome z, the exact result of the game's first settled position instead of how the
+    noisy self-play continuation happened to end (Leela Chess Zero rescores its training games
+    with endgame tablebases the same way). Openings stay the network's own to learn."""
+    solve_nodes: int = 200_000
+    """Node budget of one exact solve: a position that needs more keeps its search targets."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
+            raise ValueError(f"bad AlphaZero config: {self}")
+        if not 0.0 <= self.q_weight <= 1.0:
+            raise ValueError("q_weight must be within 0..1")
+        if self.replay_iterations < 1 or not self.epochs > 0:
+            raise ValueError("replay_iterations must be at least 1 and epochs positive")
+        if self.opening_plies < 0 or self.temperature_plies < 0:
+            raise ValueError("opening_plies and temperature_plies must be 0 or more")
+        if self.opening_plies_max < self.opening_plies:
+            raise ValueError("opening_plies_max must be at least opening_plies")
+        if self.solve_from < 0 or self.solve_nodes < 1:
+            raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
+
+    def inert(self) -> frozenset[str]:
+        return frozenset() if self.solve_from else frozenset({"solve_nodes"})
+
+
+@dataclass(frozen=True)
+class LeagueConfig:
+    """Everything that defines a league run; its hash keys resumable work."""
+
+    name: str = "default"
+    """League name: snapshots and records are grouped by it."""
+    profile: str = "custom"
+    """Which profile this config came from (informational)."""
+    generations: int = 4
+    """Generations to run."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO learner hyperparameters per generation."""
+    alphazero: AlphaZeroConfig = field(default_factory=AlphaZeroConfig)
+    """AlphaZero-style learner hyperparameters per generation (see `alphazero_from`)."""
+    alphazero_from: int = 0
+    """First generation trained by the AlphaZero-style learner, continuing from the previous
+    snapshot; earlier generations train by PPO. 0: PPO throughout."""
+    net: NetConfig = field(default_factory=NetConfig)
+    """Network shape."""
+    match_games: int = 400
+    """Games per pairing when a new snapshot plays the league (even: both colours)."""
+    opening_plies: int = 4
+    """Random opening plies in league matches."""
+    top_snapshots: int = 3
+    """How many of the best-rated snapshots the learner trains against."""
+    rows: int = 6
+    """Board rows."""
+    cols: int = 7
+    """Board columns."""
+    connect: int = 4
+    """Stones in a row to win."""
+    seed: int = 0
+    """Seed of training and matches."""
+    device: str = "cpu"
+    """Torch device for training and net play."""
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(ch.isalnum() or ch in "-_." for ch in self.name):
+            raise ValueError(f"league name {self.name!r} must be letters, digits, '-', '_' or '.'")
+        if self.generations < 1:
+            raise ValueError("generations must be at least 1")
+        if self.match_games < 2 or self.match_games % 2:
+            raise ValueError("match_games must be an even number of at least 2")
+        if self.alphazero_from < 0:
+            raise ValueError("alphazero_from must be 0 (never) or a generation number")
+        if self.net.rows != self.rows or self.net.cols != self.cols:
+            raise ValueError("the network's board size must match the league's")
+        Geometry(self.rows, self.cols, self.connect)
+
+    @property
+    def geometry(self) -> Geometry:
+        return Geometry(self.rows, self.cols, self.connect)
+
+    def learner(self, generation: int) -> str:
+        """Which learner trains `generation`: ``"ppo"`` or ``"alphazero"``."""
+        return "alphazero" if 0 < self.alphazero_from <= generation else "ppo"
+
+    def iterations(self, generation: int) -> int:
+        """Training iterations of `generation` (its learner's)."""
+        return (self.alphazero if self.learner(generation) == "alphazero" else self.ppo).iterations
+
+    def describe_training(self) -> str:
+        """One line on how the generations train, for logs and model cards."""
+        p, a = self.ppo, self.alphazero
+        ppo_gens = (
+            self.generations if not self.alphazero_from else min(self.generations, self.alphazero_from - 1)
+        )
+        parts = []
+        if ppo_gens:
+            parts.append(
+                f"{ppo_gens} PPO generation(s) x {p.iterations} iterations x {p.games} games against "
+                "random, tactical, the best snapshots and itself"
+            )
+        if self.generations > ppo_gens:
+            parts.append(
+                f"{self.generations - ppo_gens} AlphaZero generation(s) x {a.iterations} iterations x "
+                f"{a.games} self-play games searched at {a.search.simulations} simulations a move"
+                + (f", rescored by the exact solver from ply {a.solve_from}" if a.solve_from else "")
+                + (
+                    f", the search probing it at leaves from ply {a.search.probe_from}"
+                    if a.search.probe_from
+                    else ""
+                )
+            )
+        return ", then ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LeagueConfig:
+        """The config `to_dict` wrote; also reads configs written before the AlphaZero learner
+        held its search as a `SearchConfig` (its search fields flat in ``alphazero``)."""
+        d = dict(d)
+        az = dict(d.get("alphazero", {}))
+        search = dict(az.pop("search", {}))
+        for key in _LEGACY_SEARCH_KEYS & az.keys():
+            search[key] = az.pop(key)
+        d["alphazero"] = AlphaZeroConfig(**az, search=replace(AlphaZeroConfig().search, **search))
+        d["ppo"] = PPOConfig(**d.get("ppo", {}))
+        d["net"] = NetConfig(**d.get("net", {}))
+        return cls(**d)
+
+    def inert(self) -> frozenset[str]:
+        names = {"name", "generations", "profile", "device"}  # what a generation produces stays
+        if not self.alphazero_from:  # no generation uses the AlphaZero learner
+            names |= {"alphazero", "alphazero_from"}
+        return frozenset(names)
+
+    def training_hash(self) -> str:
+        """Hash of everything that changes what a generation produces (not its name or length,
+        nor settings no generation uses), so a rerun of the same league reuses work and a
+        changed recipe never does."""
+        return hashlib.sha256(json.dumps(identity(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+_LEGACY_SEARCH_KEYS = frozenset(
+    {"simulations", "c_puct", "dirichlet_alpha", "noise_fraction", "probe_from", "probe_nodes"}
+)
+
+
+def identity(config: Any) -> dict[str, Any]:
+    """A config as a dict, less the settings its `inert()` names (those that cannot change what
+    it produces), nested configs likewise: what a hash of it must cover."""
+    skip = config.inert() if hasattr(config, "inert") else frozenset()
+    return {
+        f.name: identity(v) if is_dataclass(v) else v
+        for f in fields(config)
+        if f.name not in skip
+        for v in (getattr(config, f.name),)
+    }
+
+
+PROFILES: dict[str, LeagueConfig] = {
+    "smoke": LeagueConfig(
+        profile="smoke",
+        generations=2,
+        ppo=PPOConfig(iterations=2, games=32, minibatch_size=256, update_epochs=1),
+        net=NetConfig(blocks=1, channels=8, value_hidden=16),
+        match_games=20,
+    ),
+    "cpu": LeagueConfig(
+        profile="cpu",
+        generations=6,
+        ppo=PPOConfig(iterations=25, games=768),
+        net=NetConfig(blocks=2, channels=32),
+        match_games=400,
+    ),
+    # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
+    # from them, rescored by the exact solver from ply 16: 101 minutes on 2 cores
+    # (docs/BENCHMARKS.md)
+    "cpu-az": LeagueConfig(
+        profile="cpu-az",
+        generations=18,
+        ppo=PPOConfig(iterations=25, games=768),
+        alphazero=AlphaZeroConfig(
+            iterations=40,
+            games=256,
+            search=SearchConfig(simulations=64, root_noise=True),
+            opening_plies=2,
+            opening_plies_max=24,
+            replay_iterations=8,
+            solve_from=16,
+        ),
+        alphazero_from=7,
+        net=NetConfig(blocks=2, channels=32),
+        match_games=400,
+    ),
+    "gpu": LeagueConfig(
+        profile="gpu",
+        generations=20,
+        ppo=PPOConfig(iterations=25, games=2048, learning_rate=3e-4, minibatch_size=2048),
+        net=NetConfig(blocks=4, channels=64),
+        match_games=400,
+        device="cuda",
+    ),
+}
+
+
+def profile(profile_name: str, /, **overrides: Any) -> LeagueConfig:
+    """A named profile, with field overrides; a nested config's fields go in a dict, at any
+    depth (``alphazero={"search": {"simulations": 32}}``)."""
+    if profile_name not in PROFILES:
+        raise ValueError(f"unknown profile {profile_name!r}: choose from {', '.join(PROFILES)}")
+    return _replaced(PROFILES[profile_name], overrides)
+
+
+def _replaced(config: Any, overrides: Mapping[str, Any]) -> Any:
+    nested = {
+        k: _replaced(getattr(config, k), v)
+        for k, v in overrides.items()
+        if isinstance(v, Mapping) and is_dataclass(getattr(config, k, None))
+    }
+    return replace(config, **{**overrides, **nested})
+
+
+def with_training(
+    config: LeagueConfig, iterations: int | None = None, games: int | None = None
+) -> LeagueConfig:
+    """`config` with both learners' iterations per generation and games per iteration replaced
+    where given (the trigger form's and the CLI's overrides)."""
+    change = {k: v for k, v in (("iterations", iterations), ("games", games)) if v is not None}
+    if not change:
+        return config
+    return replace(config, ppo=replace(config.ppo, **change), alphazero=replace(config.alphazero, **change))
+
+
+def league_config(
+    profile_name: str,
+    name: str = "default",
+    *,
+    generations: int | None = None,
+    iterations: int | None = None,
+    games: int | None = None,
+    match_games: int | None = None,
+    seed: int | None = None,
+    device: str | None = None,
+) -> LeagueConfig:
+    """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
+    `profile_name` named `name`, with each setting given replacing the profile's (iterations
+    and games those of both learners). A ValueError names a bad value."""
+    given = {"generations": generations, "match_games": match_games, "seed": seed, "device": device}
+    config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
+    return with_training(config, iterations, games)
+
+
+# ---- member names --------------------------------------------------------------------------------
+BOT_NAMES = ("random", "tactical")
+"""The scripted members every league holds, anchoring its ratings."""
+
+
+def snapshot_name(generation: int) -> str:
+    """The member name of generation `generation`'s snapshot: ``gen<g>``."""
+    return f"gen{generation}"
+
+
+def generation_of(member: str) -> int | None:
+    """The generation whose snapshot `member` names (``gen3`` -> 3); None for a bot or any other
+    name."""
+    digits = member.removeprefix("gen")
+    if digits != member and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
