@@ -8,7 +8,8 @@ variants side by side, one torch thread each, so they share the machine equally:
     python benchmarks/bench_alphazero.py runs/cpu/gen6.pt '{"games": 256}' &
     python benchmarks/bench_alphazero.py runs/cpu/gen6.pt '{"games": 1024}' &
 
-The JSON overrides `AlphaZeroConfig` fields (`iterations` is ignored: the run is timed).
+The JSON overrides `AlphaZeroConfig` fields, the search's in a nested object such as
+`{"search": {"simulations": 32}}` (`iterations` is ignored: the run is timed).
 `--grow 4x64` first grows the net to 4 blocks of 64 channels without changing what it computes
 (`c4core.net.grown`). Each line: iterations, seconds, the value error on suite positions of
 plies 4-10 and 11-20 (mean squared difference between the network's value and the exact result
@@ -24,8 +25,9 @@ from dataclasses import replace
 
 import torch
 
-from c4core.alphazero import AlphaZeroConfig, train
+from c4core.alphazero import train
 from c4core.batch import Boards
+from c4core.config import AlphaZeroConfig, overridden
 from c4core.net import Checkpoint, NetPlayer, grown
 from c4core.search import SearchPlayer
 from c4core.suite import default_suite_path, evaluate_suite, load_suite, outcome
@@ -55,7 +57,7 @@ def main() -> None:
     exact = torch.tensor([float(outcome(q.best)) for q in suite])
     plies = torch.tensor([q.ply for q in suite])
     early, middle = plies <= 10, (plies >= 11) & (plies <= 20)
-    config = replace(AlphaZeroConfig(**json.loads(args.overrides)), iterations=1_000_000)
+    config = replace(overridden(AlphaZeroConfig(), json.loads(args.overrides)), iterations=1_000_000)
     scoring = [0.0]  # seconds spent on the suite, left out of the training time
 
     def score() -> str:

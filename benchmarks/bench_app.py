@@ -33,8 +33,8 @@ def free_port() -> int:
 def publish(root: Path) -> str:
     import torch
 
+    from c4core.config import profile
     from c4core.elo import EloFit
-    from c4core.league import profile
     from c4core.net import Checkpoint, PolicyValueNet
     from c4core.registry import MLflowStore, Tracking, promote_champion, register_snapshot
 

@@ -19,9 +19,10 @@ import time
 import torch
 
 from c4core.bots import RandomBot, TacticalBot
+from c4core.config import NetConfig, PPOConfig
 from c4core.match import play_match
-from c4core.net import NetConfig, NetPlayer, PolicyValueNet
-from c4core.ppo import PPOConfig, train
+from c4core.net import NetPlayer, PolicyValueNet
+from c4core.ppo import train
 
 
 def main() -> None:

@@ -25,9 +25,11 @@ from dataclasses import replace
 import torch
 
 from c4core.batch import Boards
+from c4core.config import SearchConfig
+from c4core.entry import registry_fetch, tracking_uri
 from c4core.net import NetPlayer
 from c4core.players import make_player
-from c4core.search import SearchConfig, SearchPlayer, search, search_position
+from c4core.search import SearchPlayer, search, search_position
 from c4core.solver import Solver
 from c4core.suite import SuitePosition, default_suite_path, evaluate_suite, load_suite, outcome
 
@@ -48,7 +50,7 @@ def main() -> None:
     path = args.suite or default_suite_path()
     if path is None:
         p.error("no suite: pass --suite FILE")
-    net_player = make_player(args.player, tracking_uri=args.tracking_uri)
+    net_player = make_player(args.player, registry=registry_fetch(tracking_uri(args.tracking_uri)))
     if not isinstance(net_player, NetPlayer):
         p.error(f"{args.player} is not a network player")
     suite = load_suite(path)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
+from c4core.config import NetConfig, SearchConfig
 from c4core.match import MatchResult, play_match
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
-from c4core.search import SearchConfig, SearchPlayer
+from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.search import SearchPlayer
 from c4core.suite import default_suite_path, evaluate_suite, load_suite
 
 

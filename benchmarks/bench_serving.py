@@ -44,7 +44,7 @@ def build_store(root: Path) -> str:
     """A one-generation league with a cpu-sized net in a fresh SQLite store; its tracking URI."""
     import torch
 
-    from c4core.league import profile
+    from c4core.config import profile
     from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
     torch.set_num_threads(1)

@@ -39,7 +39,7 @@ import torch
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
-from c4core.bots import RandomBot
+from c4core.bots import play_opening
 from c4core.config import AlphaZeroConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import WDL
@@ -99,13 +99,7 @@ def self_play(
     opening = torch.randint(
         config.opening_plies, config.opening_plies_max + 1, (config.games,), generator=generator
     ).to(device)
-    opener = RandomBot()
-    for ply in range(config.opening_plies_max):
-        idx = torch.nonzero((opening > ply) & ~boards.done).squeeze(1)
-        sub = boards.select(idx)
-        sub.play(opener.act(sub, generator).to(device))
-        for name in ("current", "mask", "ply", "done", "result"):
-            getattr(boards, name)[idx] = getattr(sub, name)
+    play_opening(boards, opening, generator)
     sampled_until = (opening + config.temperature_plies).cpu()
     scfg = replace(config.search, max_trees=config.games)  # every game in one batch
     rows: list[tuple[torch.Tensor, ...]] = []
@@ -265,7 +259,9 @@ def train(
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
     solver = (
-        Solver(geometry, max_nodes=config.solve_nodes) if config.solve_from or config.search.probe_from else None
+        Solver(geometry, max_nodes=config.solve_nodes)
+        if config.solve_from or config.search.probe_from
+        else None
     )
     for it in range(config.iterations):
         start = time.perf_counter()

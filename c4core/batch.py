@@ -103,14 +103,15 @@ class Boards:
         landing = (self.mask.unsqueeze(1) + self._bottom) & self._column
         return (landing & bitboard.unsqueeze(1)) != 0
 
-    def play(self, cols: torch.Tensor) -> None:
-        """Drop a stone for the side to move in every unfinished game; `cols` is [n] long.
+    def play(self, cols: torch.Tensor, where: torch.Tensor | None = None) -> None:
+        """Drop a stone for the side to move in every unfinished game (of those `where` marks,
+        [n] bool, when given); `cols` is [n] long.
 
-        Raises `ValueError` if any unfinished game is asked for a full or off-board column,
-        so a buggy player can never sneak an illegal move into a record.
+        Raises `ValueError` if any such game is asked for a full or off-board column, so a
+        buggy player can never sneak an illegal move into a record.
         """
         g = self.geometry
-        active = ~self.done
+        active = ~self.done if where is None else ~self.done & where.to(self.device)
         cols = cols.to(self.device, torch.int64)
         ok = (cols >= 0) & (cols < g.cols)
         safe = cols.clamp(0, g.cols - 1)

@@ -70,6 +70,35 @@ class RandomBot(Player):
         return sample_columns(boards.legal(), generator)
 
 
+def play_opening(
+    boards: Boards, plies: int | torch.Tensor, generator: torch.Generator | None, paired: bool = False
+) -> None:
+    """Open the games of `boards` in place with uniformly random legal moves: `plies` moves in
+    every game, or per game when `plies` is a tensor [n] (a game that ends early stops there).
+    With `paired`, games 2i and 2i+1 share one opening, as a match's colour-swapped pairs do.
+
+    Matches and both learners open their games here, so a seed draws the same openings
+    wherever it is used."""
+    import torch
+
+    n, device = len(boards), boards.device
+    if paired and n % 2:
+        raise ValueError(f"paired openings need an even number of games, got {n}")
+    step = 2 if paired else 1
+    lead = torch.arange(0, n, step, device=device)  # the games that draw; a pair's second copies
+    counts = None if isinstance(plies, int) else plies.to(device)
+    most = plies if counts is None else int(counts.max()) if n else 0
+    opener = RandomBot()
+    for ply in range(most):
+        idx = lead if counts is None else lead[(counts[lead] > ply) & ~boards.done[lead]]
+        cols = opener.act(boards.select(idx), generator).to(device)
+        chosen = torch.zeros(n, dtype=torch.int64, device=device)
+        moving = torch.zeros(n, dtype=torch.bool, device=device)
+        for k in range(step):
+            chosen[idx + k], moving[idx + k] = cols, True
+        boards.play(chosen, moving)
+
+
 class TacticalBot(Player):
     """Win if it can, block if it must, otherwise a random move weighted towards the centre.
 

@@ -18,6 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from c4core.entry import (
+    TRACKING_HELP,
+    closing_summary,
+    parse_tags,
+    registry_fetch,
+    registry_line,
+    tracking_uri,
+)
+
 
 class UsageError(ValueError):
     """Bad input from the user: reported as one line, exit status 2."""
@@ -50,18 +59,8 @@ def _positive(text: str) -> int:
     return n
 
 
-_TRACKING_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else SQLite under the repo's mlruns/)"
-
-
-def tracking_uri(args: argparse.Namespace) -> str:
-    """--tracking-uri, else $MLFLOW_TRACKING_URI, else the embedded store under the repo's mlruns/."""
-    if getattr(args, "tracking_uri", None):
-        return args.tracking_uri
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    here = Path(__file__).resolve().parents[1]
-    root = here if (here / "pyproject.toml").is_file() else Path.cwd()  # the repo, when installed editable
-    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+def _registry(args: argparse.Namespace) -> Any:
+    return registry_fetch(tracking_uri(args.tracking_uri))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="mlflow (runs, registry, champion; the default) or local (a plain folder; implied by --dir)",
     )
     lg.add_argument("--dir", help="folder that holds local leagues (default: runs)")
-    lg.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    lg.add_argument("--tracking-uri", help=TRACKING_HELP)
     lg.add_argument(
         "--tag",
         action="append",
@@ -112,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
-    m.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    m.add_argument("--tracking-uri", help=TRACKING_HELP)
 
     e = sub.add_parser("elo", help="fit Elo ratings to match records (JSONL)")
     e.add_argument("results", help="JSONL file, one match a line: {a, b, win, draw, loss}; - for stdin")
@@ -126,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--first", choices=("you", "bot"), default="you", help="who moves first")
     pl.add_argument("--moves", default="", help="start from this move string (solver notation)")
     pl.add_argument("--seed", type=_non_negative, default=None)
-    pl.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    pl.add_argument("--tracking-uri", help=TRACKING_HELP)
 
     ev = sub.add_parser("eval-suite", help="score a player against solver-labelled positions")
     ev.add_argument(
@@ -139,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=_non_negative, default=0, help="seed of a stochastic player's choices")
     ev.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
-    ev.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    ev.add_argument("--tracking-uri", help=TRACKING_HELP)
 
     rp = sub.add_parser("report", help="draw a league's report (HTML + PNGs) from MLflow or a folder")
     where = rp.add_mutually_exclusive_group(required=True)
@@ -148,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--config-hash", help="with --league: the config to report (default: the newest)")
     rp.add_argument("--out", help="output folder (default: runs/<league>/report, or <dir>/report)")
     rp.add_argument("--seed", type=_non_negative, default=0, help="seed of the sample game's opponent")
-    rp.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    rp.add_argument("--tracking-uri", help=TRACKING_HELP)
 
     sa = sub.add_parser("serve-app", help="serve the play page: the champion in the browser")
     sa.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s, this host only)")
@@ -157,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("--refresh", type=float, default=30.0, help="seconds between registry checks (30)")
     sa.add_argument("--serve-url", help="take moves from `mlflow models serve`, e.g. http://127.0.0.1:5001")
     sa.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
-    sa.add_argument("--tracking-uri", help=_TRACKING_HELP)
+    sa.add_argument("--tracking-uri", help=TRACKING_HELP)
     return p
 
 
@@ -188,8 +187,8 @@ def cmd_match(args: argparse.Namespace) -> int:
     from c4core.match import play_match
     from c4core.players import make_player
 
-    uri = tracking_uri(args)
-    a, b = make_player(args.a, tracking_uri=uri), make_player(args.b, tracking_uri=uri)
+    fetch = _registry(args)
+    a, b = make_player(args.a, registry=fetch), make_player(args.b, registry=fetch)
     result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies)
     rec = result.to_record()
     if args.json:
@@ -257,7 +256,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
     # search runs hundreds of small forwards: extra threads mostly spin, and on a shared CPU
     # two threads measured 6-18x slower than one (benchmarks/bench_search.py)
     torch.set_num_threads(args.threads)
-    player = make_player(args.player, tracking_uri=tracking_uri(args))
+    player = make_player(args.player, registry=_registry(args))
     if args.simulations is not None:
         if isinstance(player, SearchPlayer):
             raise UsageError(f"{args.player} already searches: give the simulations once")
@@ -272,26 +271,23 @@ def cmd_league(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from c4core.elo import format_ladder
-    from c4core.league import LocalStore, profile, run_league, with_training
+    from c4core.config import league_config
+    from c4core.league import LocalStore, run_league
 
     name = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
-    overrides: dict[str, Any] = {"name": args.name}
-    if name != "gpu" and not torch.cuda.is_available():
-        overrides["device"] = "cpu"
-    for flag, key in (("generations", "generations"), ("match_games", "match_games"), ("seed", "seed")):
-        if getattr(args, flag) is not None:
-            overrides[key] = getattr(args, flag)
-    config = with_training(profile(name, **overrides), args.iterations, args.games)
+    config = league_config(
+        name,
+        args.name,
+        generations=args.generations,
+        iterations=args.iterations,
+        games=args.games,
+        match_games=args.match_games,
+        seed=args.seed,
+    )
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
-    tags = {}
-    for item in args.tag:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--tag expects KEY=VALUE, got {item!r}")
-        tags[key] = value
+    tags = parse_tags(args.tag)
     if args.store is None:
         args.store = "local" if args.dir is not None else "mlflow"
     if args.suite is not None and args.store != "mlflow":
@@ -306,7 +302,7 @@ def cmd_league(args: argparse.Namespace) -> int:
     if args.store == "mlflow":
         from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
-        tracking = Tracking.for_uri(tracking_uri(args))
+        tracking = Tracking.for_uri(tracking_uri(args.tracking_uri))
         store: Any = MLflowStore(tracking, config, tags)
         where = f"MLflow {tracking.tracking_uri}, experiment {tracking.experiment}"
     else:
@@ -348,35 +344,18 @@ def cmd_league(args: argparse.Namespace) -> int:
         else:
             report, version = run_league(store, config, on_generation, on_iteration), None
     elapsed = time.perf_counter() - start
-    vs_tac = next((m for m in store.results() if {m.a, m.b} == {report.champion, "tactical"}), None)
     if args.json:
         out = report.fit.to_json() | {"champion": report.champion, "seconds": elapsed}
         if version is not None:
             out["model_uri"] = f"models:/{version.name}/{version.version}"
         print(json.dumps(out))
         return 0
-    print(format_ladder(report.fit))
-    print(f"champion: {report.champion} ({report.fit.ratings[report.champion]:.0f} Elo)")
-    if vs_tac is not None:
-        wdl = vs_tac.total if vs_tac.a == report.champion else _flip(vs_tac.total)
-        print(
-            f"champion vs tactical: {wdl.win}/{wdl.games} wins ({wdl.win / wdl.games:.1%}), "
-            f"{wdl.draw} draws, {wdl.loss} losses"
-        )
-    if version is not None:
-        print(
-            f"registry: models:/{version.name}@champion = models:/{version.name}/{version.version} "
-            f"(stage {version.current_stage})  ({elapsed:.0f}s)"
-        )
+    if args.store == "mlflow":
+        where = registry_line(store, report.champion)
     else:
-        print(f"checkpoint: {store.root / (report.champion + '.pt')}  ({elapsed:.0f}s)")
+        where = f"checkpoint: {store.root / (report.champion + '.pt')}"
+    print(closing_summary(report.fit, report.champion, store.results(), where) + f"  ({elapsed:.0f}s)")
     return 0
-
-
-def _flip(w: Any) -> Any:
-    from c4core.match import WDL
-
-    return WDL(w.loss, w.draw, w.win)
 
 
 # ---- report --------------------------------------------------------------------------------------
@@ -393,7 +372,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         from c4core.registry import Tracking
         from c4core.report import open_mlflow_league
 
-        source = open_mlflow_league(Tracking.for_uri(tracking_uri(args)), args.league, args.config_hash)
+        source = open_mlflow_league(
+            Tracking.for_uri(tracking_uri(args.tracking_uri)), args.league, args.config_hash
+        )
         out = Path(args.out) if args.out else Path("runs") / args.league / "report"
     files = build_report(source, out, seed=args.seed)
     rep = files.report
@@ -418,10 +399,10 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
     if spec is None:
         from c4core.app import default_opponent
 
-        spec, note = default_opponent(tracking_uri(args))
+        spec, note = default_opponent(tracking_uri(args.tracking_uri))
         if note:
             print(f"note: {note}.", file=out)
-    bot = make_player(spec, tracking_uri=tracking_uri(args))
+    bot = make_player(spec, registry=_registry(args))
     gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
     human = pos.to_move if args.first == "you" else 3 - pos.to_move
     mark = {1: "X", 2: "O"}
@@ -464,7 +445,9 @@ def cmd_serve_app(args: argparse.Namespace) -> int:
     if not args.refresh > 0:
         raise UsageError(f"--refresh must be a positive number of seconds, got {args.refresh}")
     torch.set_num_threads(args.threads)  # one position at a time: more threads only add latency
-    source = ChampionSource(Tracking.for_uri(tracking_uri(args)), args.model, args.refresh, args.serve_url)
+    source = ChampionSource(
+        Tracking.for_uri(tracking_uri(args.tracking_uri)), args.model, args.refresh, args.serve_url
+    )
     source.refresh()
     champ = source.current()
     who = champ.info.name if champ else f"none yet ({source.last_error}); checking every {args.refresh:g}s"

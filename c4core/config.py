@@ -383,12 +383,13 @@ def profile(profile_name: str, /, **overrides: Any) -> LeagueConfig:
     depth (``alphazero={"search": {"simulations": 32}}``)."""
     if profile_name not in PROFILES:
         raise ValueError(f"unknown profile {profile_name!r}: choose from {', '.join(PROFILES)}")
-    return _replaced(PROFILES[profile_name], overrides)
+    return overridden(PROFILES[profile_name], overrides)
 
 
-def _replaced(config: Any, overrides: Mapping[str, Any]) -> Any:
+def overridden(config: Any, overrides: Mapping[str, Any]) -> Any:
+    """`config` with fields replaced; a nested config's fields go in a dict, at any depth."""
     nested = {
-        k: _replaced(getattr(config, k), v)
+        k: overridden(getattr(config, k), v)
         for k, v in overrides.items()
         if isinstance(v, Mapping) and is_dataclass(getattr(config, k, None))
     }

@@ -177,14 +177,10 @@ def _play_batch(
     import torch
 
     from c4core.batch import Boards
-    from c4core.bots import RandomBot
+    from c4core.bots import play_opening
 
     boards = Boards(2 * pairs, geometry, device)
-    opener = RandomBot()
-    for _ in range(opening_plies):
-        # both games of a pair are in the same state, so one draw per pair serves both
-        cols = opener.act(boards.select(torch.arange(0, 2 * pairs, 2)), gen)
-        boards.play(cols.repeat_interleave(2))
+    play_opening(boards, opening_plies, gen, paired=True)
     a_first = torch.arange(2 * pairs, device=boards.device) % 2 == 0
     while not bool(boards.done.all()):
         a_to_move = boards.first_player_to_move() == a_first

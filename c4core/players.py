@@ -3,7 +3,8 @@
 ``random`` and ``tactical`` are the scripted bots, ``perfect`` is the exact solver (small
 boards only), a path to a ``.pt`` file is a checkpoint played greedily by its network, and a
 registry URI (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``)
-is a registered snapshot, fetched from MLflow at `tracking_uri` (`c4core.registry`). Any network
+is a registered snapshot, fetched by the caller's `registry` function (the CLI's reads MLflow
+through `c4core.registry`; this module never imports it). Any network
 spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`), and
 ``+mcts<N>+probe<P>`` also probes the exact solver at search leaves of at least P stones
 (search plus an oracle: its strength is not the network's own).
@@ -11,11 +12,19 @@ spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from c4core.bots import BOTS, Player
 from c4core.game import STANDARD, Geometry
+
+if TYPE_CHECKING:
+    from c4core.net import Checkpoint
+
+RegistryFetch = Callable[[str], "tuple[Checkpoint, str]"]
+"""Fetches a ``models:/`` URI: the checkpoint and the player's name (``connect4/7``)."""
 
 SEARCH_SUFFIX = "+mcts"
 """``SPEC+mcts256``: the network player SPEC names, with 256 simulations of search per move."""
@@ -24,14 +33,15 @@ PROBE_SUFFIX = "+probe"
 
 
 def make_player(
-    spec: str, geometry: Geometry = STANDARD, device: str = "cpu", tracking_uri: str | None = None
+    spec: str, geometry: Geometry = STANDARD, device: str = "cpu", registry: RegistryFetch | None = None
 ) -> Player:
-    """Build the player a spec names; `ValueError` with the accepted forms when it names none."""
+    """Build the player a spec names; `ValueError` with the accepted forms when it names none.
+    A registry URI needs `registry`, which fetches it."""
     head, sep, stones = spec.rpartition(PROBE_SUFFIX)
     if sep and stones.isascii() and stones.isdigit():
         from c4core.search import SearchPlayer
 
-        inner = make_player(head, geometry, device, tracking_uri)
+        inner = make_player(head, geometry, device, registry)
         if not isinstance(inner, SearchPlayer) or inner.config.probe_from:
             raise ValueError(f"{PROBE_SUFFIX}<stones> goes after a search ({head}+mcts<N>), in {spec!r}")
         if not 1 <= int(stones) <= geometry.cells:
@@ -41,17 +51,16 @@ def make_player(
     if sep and head and sims.isascii() and sims.isdigit():
         from c4core.search import SearchPlayer  # a network player with search on top
 
-        return SearchPlayer.around(make_player(head, geometry, device, tracking_uri), int(sims))
+        return SearchPlayer.around(make_player(head, geometry, device, registry), int(sims))
     if spec.startswith("models:/"):
-        if tracking_uri is None:
+        if registry is None:
             raise ValueError(f"{spec} is a registry URI: it needs an MLflow tracking URI")
         from c4core.net import NetPlayer
-        from c4core.registry import Tracking, load_checkpoint  # mlflow loads only for registry URIs
 
-        ckpt, version = load_checkpoint(Tracking.for_uri(tracking_uri), spec)
+        ckpt, name = registry(spec)
         if ckpt.geometry != geometry:
             raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
-        return NetPlayer(ckpt.build(device), name=f"{version.name}/{version.version}")
+        return NetPlayer(ckpt.build(device), name=name)
     if spec in BOTS:
         return BOTS[spec]()
     if spec == "perfect":

@@ -21,7 +21,7 @@ import torch
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
-from c4core.bots import Player, RandomBot
+from c4core.bots import Player, play_opening
 from c4core.config import PPOConfig
 from c4core.game import STANDARD, Geometry
 from c4core.match import WDL
@@ -70,9 +70,7 @@ def collect(
     for j, opp in enumerate(opponents):
         if opp is None:
             is_self |= opp_id == j
-    opener = RandomBot()
-    for _ in range(opening_plies):
-        boards.play(opener.act(boards, generator).to(device))
+    play_opening(boards, opening_plies, generator)
     learner_first = torch.arange(n, device=device) % 2 == 0
     steps: list[tuple[torch.Tensor, ...]] = []
     net.eval()

@@ -32,21 +32,18 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from c4core.config import BOT_NAMES, generation_of, league_config, snapshot_name
+from c4core.entry import closing_summary, parse_tags, registry_line, tracking_uri
+
+if TYPE_CHECKING:
+    from c4core.config import LeagueConfig
 
 SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games")
 """The keys of a resolved spec: the DAG's params, less the executor."""
 XCOM_RETURN = "/airflow/xcom/return.json"
 """Where a KubernetesPodOperator's sidecar reads the task's return value."""
-
-
-def tracking_uri() -> str:
-    """$MLFLOW_TRACKING_URI, else the embedded store under the repo's ``mlruns/`` (as `c4 league`)."""
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    here = Path(__file__).resolve().parents[1]
-    root = here if (here / "pyproject.toml").is_file() else Path.cwd()
-    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
 
 
 def suite_path() -> str | None:
@@ -79,19 +76,10 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _config(spec: Mapping[str, Any], device: str | None = None) -> Any:
+def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
     """The `LeagueConfig` of a spec, on `device` (None: the profile's device)."""
-    from c4core.league import profile, with_training
-
-    overrides: dict[str, Any] = {"name": spec["league"]}
-    if spec.get("generations") is not None:
-        overrides["generations"] = int(spec["generations"])
-    if spec.get("match_games") is not None:
-        overrides["match_games"] = int(spec["match_games"])
-    if device is not None:
-        overrides["device"] = device
-    training = {k: int(spec[k]) for k in ("iterations", "games") if spec.get(k) is not None}
-    return with_training(profile(spec["profile"], **overrides), **training)
+    settings = {k: int(spec[k]) for k in SPEC_KEYS[2:] if spec.get(k) is not None}
+    return league_config(spec["profile"], spec["league"], device=device, **settings)
 
 
 def _device(spec: Mapping[str, Any], training: bool) -> str:
@@ -112,13 +100,17 @@ def _device(spec: Mapping[str, Any], training: bool) -> str:
     return "cpu"
 
 
-def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, Any]:
-    _quiet_mlflow()
+def _torch_threads() -> None:
+    """$C4_TORCH_THREADS, for the steps that compute with torch (training and matches)."""
     threads = os.environ.get("C4_TORCH_THREADS")
     if threads:
         import torch
 
         torch.set_num_threads(int(threads))
+
+
+def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, LeagueConfig]:
+    _quiet_mlflow()
     from c4core.registry import MLflowStore, Tracking
 
     config = _config(spec, device)
@@ -128,10 +120,10 @@ def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None)
 def _results_upto(store: Any, generation: int) -> list[Any]:
     """Match records among the bots and snapshots up to `generation`: a generation's fit stays
     the same when its tasks are rerun after later generations have played."""
-    from c4core.league import BOT_NAMES
 
     def known(name: str) -> bool:
-        return name in BOT_NAMES or (name.startswith("gen") and int(name[3:]) <= generation)
+        g = generation_of(name)
+        return name in BOT_NAMES or (g is not None and g <= generation)
 
     return [r for r in store.results() if known(r.a) and known(r.b)]
 
@@ -165,12 +157,13 @@ def pick(
 
 def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Train (or reuse) the generation's snapshot, streaming metrics to its MLflow run."""
-    from c4core.league import snapshot_name, train_generation
+    from c4core.league import train_generation
 
     if isinstance(request, str):
         request = json.loads(request)
     spec, g = resolve(request["spec"]), int(request["generation"])
     device = _device(spec, training=True)
+    _torch_threads()
     store, config = _store(spec, device, tags)
     start = time.perf_counter()
     reused = store.generation_run(g) is not None
@@ -193,9 +186,10 @@ def match(
     spec: Mapping[str, Any], generation: int, opponent: str, tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """Play (or reuse) the match of snapshot `generation` against `opponent`; its record."""
-    from c4core.league import play_league_match, snapshot_name
+    from c4core.league import play_league_match
 
     spec = resolve(spec)
+    _torch_threads()
     store, config = _store(spec, _device(spec, training=False), tags)
     result = play_league_match(store, config, snapshot_name(generation), opponent)
     return result.to_record()
@@ -229,7 +223,7 @@ def register(
     promote the champion, and mark the generation finalized (`c4core.registry.after_generation`;
     a no-op once finalized). After the league's last generation, also draw the final report onto
     the champion and finish the run."""
-    from c4core.league import GenerationReport, champion, fit_ratings, snapshot_name
+    from c4core.league import GenerationReport, champion, fit_ratings
     from c4core.registry import after_generation, find_version, log_league_report
 
     spec = resolve(spec)
@@ -270,47 +264,19 @@ def register(
 
 def summary(spec: Mapping[str, Any]) -> str:
     """The final ladder, the champion, its score against `tactical` and its registry version."""
-    from c4core.elo import format_ladder
     from c4core.league import champion, fit_ratings
-    from c4core.registry import current_champion, find_version
 
     spec = resolve(spec)
     store, config = _store(spec, "cpu", None)
-    elo = fit_ratings(_results_upto(store, config.generations))
+    results = _results_upto(store, config.generations)
+    elo = fit_ratings(results)
     if elo is None:
         raise ValueError(f"league {spec['league']!r} has no match records yet")
     best = champion(elo)
-    lines = [format_ladder(elo), f"champion: {best} ({elo.ratings[best]:.0f} Elo)"]
-    for r in store.results():
-        if {r.a, r.b} == {best, "tactical"}:
-            t = r.total
-            win, loss = (t.win, t.loss) if r.a == best else (t.loss, t.win)
-            lines.append(
-                f"champion vs tactical: {win}/{t.games} wins ({win / t.games:.1%}), {t.draw} draws, "
-                f"{loss} losses"
-            )
-    version = find_version(store, int(best[3:]))
-    champ = current_champion(store.client, store.tracking.model_name)
-    if version is not None:
-        held = champ is not None and champ.version == version.version
-        alias = f"models:/{version.name}@champion = " if held else ""
-        lines.append(
-            f"registry: {alias}models:/{version.name}/{version.version} (stage {version.current_stage})"
-        )
-    return "\n".join(lines)
+    return closing_summary(elo, best, results, registry_line(store, best))
 
 
 # ---- command line (the trainer pod's entry point) ------------------------------------------------
-def _tags(items: Sequence[str]) -> dict[str, str]:
-    tags = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise ValueError(f"--tag expects KEY=VALUE, got {item!r}")
-        tags[key] = value
-    return tags
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m c4core.steps", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="step", required=True)
@@ -331,19 +297,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(summary(json.loads(args.spec)))
             return 0
         if args.step == "train":
-            out = train(args.request, _tags(args.tag))
+            out = train(args.request, parse_tags(args.tag))
         else:
-            out = match(json.loads(args.spec), args.generation, args.opponent, _tags(args.tag))
+            out = match(json.loads(args.spec), args.generation, args.opponent, parse_tags(args.tag))
     except ValueError as e:  # json.JSONDecodeError included
         print(f"c4core.steps {args.step}: error: {e}", file=sys.stderr)
         return 2
     text = json.dumps(out, sort_keys=True)
     if args.xcom:
+        from c4core.league import atomic_write
+
         path = Path(args.xcom)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)  # the sidecar never reads half a file
+        atomic_write(path, text)  # the sidecar never reads half a file
     print(text)
     return 0
 

@@ -10,9 +10,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from c4core.alphazero import AlphaZeroConfig, Samples, fit, self_play, train
+from c4core.alphazero import Samples, fit, self_play, train
+from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
-from c4core.net import NetConfig, PolicyValueNet
+from c4core.net import PolicyValueNet
 from c4core.solver import Solver
 
 SEED = 97
@@ -20,7 +21,7 @@ SMALL = Geometry(4, 4, 3)
 TINY = AlphaZeroConfig(
     iterations=2,
     games=8,
-    simulations=8,
+    search=SearchConfig(simulations=8, root_noise=True),
     opening_plies=2,
     opening_plies_max=2,
     temperature_plies=2,
@@ -51,7 +52,6 @@ def played() -> tuple[Samples, dict[str, float]]:
     "bad",
     [
         {"games": 0},
-        {"simulations": 0},
         {"q_weight": 1.5},
         {"replay_iterations": 0},
         {"epochs": 0.0},
@@ -60,8 +60,6 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"opening_plies": 5, "opening_plies_max": 4},
         {"solve_from": -1},
         {"solve_nodes": 0},
-        {"probe_from": -1},
-        {"probe_nodes": 0},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -71,7 +69,7 @@ def test_config_validation(bad: dict) -> None:
 
 def test_self_play_search_has_noise_and_is_greedy() -> None:
     s = TINY.search
-    assert s.root_noise and s.temperature == 0 and s.simulations == TINY.simulations
+    assert s.root_noise and s.temperature == 0 and s.simulations == TINY.search.simulations
     assert s.max_trees >= TINY.games  # every game's tree in one batch
 
 
@@ -100,7 +98,9 @@ def test_random_openings_vary_per_game(gen: torch.Generator) -> None:
     """Each game draws its own opening length, so searched play starts at many plies. No game
     ends before ply 7 on 6x7, so the decisions at ply p (p <= 6) are exactly the games whose
     opening was at most p plies long: a count that grows with p and stays below the games."""
-    cfg = replace(TINY, games=32, simulations=2, opening_plies=1, opening_plies_max=12)
+    cfg = overridden(
+        TINY, {"games": 32, "opening_plies": 1, "opening_plies_max": 12, "search": {"simulations": 2}}
+    )
     samples, _ = self_play(tiny_net(), cfg, gen)
     counts = [int((samples.ply == p).sum()) for p in range(7)]
     assert counts[0] == 0 and int(samples.ply.min()) == 1
@@ -110,7 +110,9 @@ def test_random_openings_vary_per_game(gen: torch.Generator) -> None:
 
 def test_proven_value_targets_agree_with_the_solver() -> None:
     """On 4x4 connect-3 search proves many roots; those targets are the exact game values."""
-    cfg = replace(TINY, games=16, simulations=32, opening_plies=0, opening_plies_max=0)
+    cfg = overridden(
+        TINY, {"games": 16, "opening_plies": 0, "opening_plies_max": 0, "search": {"simulations": 32}}
+    )
     samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
     solver = Solver(SMALL)
     proven = torch.nonzero(samples.proven).squeeze(1).tolist()
@@ -124,7 +126,7 @@ def test_proven_value_targets_agree_with_the_solver() -> None:
 def test_unproven_value_targets_mix_outcome_and_search(gen: torch.Generator) -> None:
     """With q_weight 0 an unproven target is the game's outcome for the side to move, so the
     two sides of one game get opposite targets; with q_weight 1 it is the search's value."""
-    cfg = replace(TINY, games=1, simulations=2, q_weight=0.0)
+    cfg = overridden(TINY, {"games": 1, "q_weight": 0.0, "search": {"simulations": 2}})
     samples, stats = self_play(tiny_net(), cfg, gen)
     z = stats["vs/self/win"] - stats["vs/self/loss"]  # one game: +1, 0 or -1 for the first player
     outcome = torch.where(samples.ply % 2 == 0, z, -z)
@@ -140,15 +142,17 @@ def test_solver_rescores_late_targets_and_adjudicates_early_ones() -> None:
     """From `solve_from` on every target is the solver's exact result; earlier decisions take
     the exact result of the game's first settled position as their outcome (q_weight 0 makes
     the target that outcome), whatever the noisy game went on to do."""
-    cfg = replace(
+    cfg = overridden(
         TINY,
-        games=1,
-        simulations=4,
-        opening_plies=0,
-        opening_plies_max=0,
-        temperature_plies=16,
-        q_weight=0.0,
-        solve_from=4,
+        {
+            "games": 1,
+            "opening_plies": 0,
+            "opening_plies_max": 0,
+            "temperature_plies": 16,
+            "q_weight": 0.0,
+            "solve_from": 4,
+            "search": {"simulations": 4},
+        },
     )
     solver = Solver(SMALL)
     adjudicated = 0
@@ -180,8 +184,14 @@ def test_solver_rescores_late_targets_and_adjudicates_early_ones() -> None:
 def test_probing_search_proves_every_small_self_play_root() -> None:
     """Probing every leaf (from ply 1) on 4x4 connect-3 proves each root its search reaches, so
     every target is exact, and exact as the solver has it; the search carries the settings."""
-    cfg = replace(
-        TINY, games=6, simulations=8, opening_plies=0, opening_plies_max=0, probe_from=1, probe_nodes=10**6
+    cfg = overridden(
+        TINY,
+        {
+            "games": 6,
+            "opening_plies": 0,
+            "opening_plies_max": 0,
+            "search": {"simulations": 8, "probe_from": 1, "probe_nodes": 10**6},
+        },
     )
     assert (cfg.search.probe_from, cfg.search.probe_nodes) == (1, 10**6)
     samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
@@ -195,7 +205,7 @@ def test_probing_search_proves_every_small_self_play_root() -> None:
 def test_solver_budget_leaves_unsettled_positions_unproven() -> None:
     """With a budget of one node the solver settles only the positions decided at once (a win
     on the board, a double threat); the rest stay as search left them."""
-    cfg = replace(TINY, games=8, simulations=4, solve_from=10, solve_nodes=1)
+    cfg = overridden(TINY, {"games": 8, "solve_from": 10, "solve_nodes": 1, "search": {"simulations": 4}})
     samples, stats = self_play(tiny_net(), cfg, torch.Generator().manual_seed(SEED))
     plain, _ = self_play(tiny_net(), replace(cfg, solve_from=0), torch.Generator().manual_seed(SEED))
     assert 0.0 < stats["selfplay/solved"] < 1.0

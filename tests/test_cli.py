@@ -20,8 +20,9 @@ import torch
 
 from c4core.bots import RandomBot, TacticalBot
 from c4core.cli import build_parser, cmd_play, main
+from c4core.config import NetConfig
 from c4core.match import WDL, MatchResult, play_match
-from c4core.net import Checkpoint, NetConfig, PolicyValueNet
+from c4core.net import Checkpoint, PolicyValueNet
 
 C4 = Path(sys.executable).with_name("c4")
 SEED = 31

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from servers import free_port
 
-from c4core.league import PROFILES
+from c4core.config import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

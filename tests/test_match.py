@@ -15,8 +15,9 @@ import torch
 
 from c4core.batch import Boards
 from c4core.bots import Player, RandomBot, TacticalBot
+from c4core.config import NetConfig
 from c4core.match import WDL, MatchResult, play_match
-from c4core.net import NetConfig, NetPlayer, PolicyValueNet
+from c4core.net import NetPlayer, PolicyValueNet
 
 SEED = 2024
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from c4core.batch import Boards
+from c4core.config import NetConfig
 from c4core.game import STANDARD, Geometry, Position
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet, grown
+from c4core.net import Checkpoint, NetPlayer, PolicyValueNet, grown
 
 SEED = 1234
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from c4core.bots import RandomBot, TacticalBot
+from c4core.config import NetConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import play_match
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.players import make_player
 from c4core.solver import PerfectBot
 

@@ -16,9 +16,10 @@ import torch
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot, TacticalBot
+from c4core.config import NetConfig, PPOConfig
 from c4core.match import play_match
-from c4core.net import NetConfig, NetPlayer, PolicyValueNet
-from c4core.ppo import PPOConfig, Rollout, _with_mirror, collect, gae, ppo_update, train
+from c4core.net import NetPlayer, PolicyValueNet
+from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)

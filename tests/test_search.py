@@ -17,11 +17,12 @@ import torch
 
 from c4core.batch import Boards
 from c4core.bots import RandomBot
+from c4core.config import NetConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import play_match
-from c4core.net import Checkpoint, NetConfig, NetPlayer, PolicyValueNet
+from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.players import make_player
-from c4core.search import SearchConfig, SearchPlayer, search, search_position
+from c4core.search import SearchPlayer, search, search_position
 from c4core.solver import Solver
 
 SEED = 4321

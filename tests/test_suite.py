@@ -23,8 +23,9 @@ import torch
 from c4core.batch import Boards
 from c4core.bots import Player, RandomBot, TacticalBot
 from c4core.cli import main
+from c4core.config import NetConfig
 from c4core.game import Geometry
-from c4core.net import Checkpoint, NetConfig, PolicyValueNet
+from c4core.net import Checkpoint, PolicyValueNet
 from c4core.solver import Solver
 from c4core.suite import (
     OTHER,

@@ -1,0 +1,99 @@
+"""What the entry points share: the `c4` command (`c4core.cli`) and the DAG's steps (`c4core.steps`).
+
+Both read the same environment and print the same closing lines, so each of those lives here
+once: the tracking URI a league writes to, ``KEY=VALUE`` run tags, and the league's closing
+summary. Nothing heavy is imported at module level: `tracking_uri` and `parse_tags` run before
+any command decides whether it needs torch or mlflow.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from c4core.elo import EloFit
+    from c4core.match import MatchResult
+    from c4core.net import Checkpoint
+    from c4core.players import RegistryFetch
+    from c4core.registry import MLflowStore
+
+TRACKING_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else SQLite under the repo's mlruns/)"
+
+
+def tracking_uri(explicit: str | None = None) -> str:
+    """`explicit` when given, else $MLFLOW_TRACKING_URI, else the embedded SQLite store under the
+    repo's ``mlruns/`` (the working directory's, when the package is not an editable install)."""
+    if explicit:
+        return explicit
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    here = Path(__file__).resolve().parents[1]
+    root = here if (here / "pyproject.toml").is_file() else Path.cwd()
+    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+
+
+def parse_tags(items: Sequence[str]) -> dict[str, str]:
+    """``--tag KEY=VALUE`` arguments as a dict; a ValueError names a malformed one."""
+    tags = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--tag expects KEY=VALUE, got {item!r}")
+        tags[key] = value
+    return tags
+
+
+def registry_fetch(uri: str) -> RegistryFetch:
+    """How `c4core.players.make_player` fetches a ``models:/`` spec: from the registry at
+    tracking URI `uri`, importing mlflow only when a spec needs it."""
+
+    def fetch(model_uri: str) -> tuple[Checkpoint, str]:
+        from c4core.registry import Tracking, load_checkpoint
+
+        ckpt, version = load_checkpoint(Tracking.for_uri(uri), model_uri)
+        return ckpt, f"{version.name}/{version.version}"
+
+    return fetch
+
+
+def versus_line(results: Iterable[MatchResult], member: str, opponent: str = "tactical") -> str | None:
+    """``champion vs tactical: 382/400 wins (95.5%), 4 draws, 14 losses`` from the league's
+    records; None when the two have not played."""
+    from c4core.match import head_to_head
+
+    wdl = head_to_head(results, member, opponent)
+    if wdl is None or not wdl.games:
+        return None
+    return (
+        f"champion vs {opponent}: {wdl.win}/{wdl.games} wins ({wdl.win / wdl.games:.1%}), "
+        f"{wdl.draw} draws, {wdl.loss} losses"
+    )
+
+
+def registry_line(store: MLflowStore, member: str) -> str | None:
+    """Where `member`'s registered version is, naming the registry-wide alias only when that
+    version holds it; None when `member` has no version."""
+    from c4core.config import generation_of
+    from c4core.registry import CHAMPION_ALIAS, current_champion, find_version
+
+    generation = generation_of(member)
+    version = find_version(store, generation) if generation is not None else None
+    if version is None:
+        return None
+    holder = current_champion(store.client, store.tracking.model_name)
+    held = holder is not None and holder.version == version.version
+    alias = f"models:/{version.name}@{CHAMPION_ALIAS} = " if held else ""
+    return f"registry: {alias}models:/{version.name}/{version.version} (stage {version.current_stage})"
+
+
+def closing_summary(fit: EloFit, member: str, results: Iterable[MatchResult], where: str | None) -> str:
+    """The lines a league ends with: the ladder, the champion `member`, its score against
+    `tactical`, and `where` (its registry version or checkpoint) when given."""
+    from c4core.elo import format_ladder
+
+    lines = [format_ladder(fit), f"champion: {member} ({fit.ratings[member]:.0f} Elo)"]
+    lines += [line for line in (versus_line(results, member), where) if line is not None]
+    return "\n".join(lines)

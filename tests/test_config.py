@@ -1,0 +1,209 @@
+"""Configs and profiles (`c4core.config`): validation, round trips, the training hash, overrides,
+and member names."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from c4core.config import (
+    PROFILES,
+    AlphaZeroConfig,
+    LeagueConfig,
+    NetConfig,
+    PPOConfig,
+    SearchConfig,
+    generation_of,
+    league_config,
+    overridden,
+    profile,
+    snapshot_name,
+    with_training,
+)
+
+SMOKE = profile("smoke", name="t")
+MIXED = profile(
+    "smoke",
+    name="mixed",
+    alphazero_from=2,
+    alphazero={"iterations": 1, "games": 8, "search": {"simulations": 4}, "batch_size": 64, "epochs": 1.0},
+)
+
+
+# ---- validation -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(name=""),
+        dict(name="has space"),
+        dict(name="a/b"),
+        dict(name="../up"),
+        dict(generations=0),
+        dict(match_games=3),
+        dict(match_games=0),
+        dict(net=NetConfig(rows=5)),
+        dict(net=NetConfig(cols=6)),
+        dict(connect=9),
+    ],
+)
+def test_league_config_validation(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        LeagueConfig(**bad)
+
+
+def test_league_config_accepts_good_names() -> None:
+    for name in ("a", "exp-1", "run_2.b", "X9"):
+        assert LeagueConfig(name=name).name == name
+    small = LeagueConfig(rows=5, cols=6, net=NetConfig(rows=5, cols=6))
+    assert small.geometry.cells == 30
+
+
+def test_config_dict_round_trip() -> None:
+    for cfg in (SMOKE, profile("cpu"), profile("gpu")):
+        back = LeagueConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+        assert back == cfg
+        assert back.training_hash() == cfg.training_hash()
+
+
+def test_training_hash() -> None:
+    h = SMOKE.training_hash()
+    assert len(h) == 12
+    for same in (dict(name="other"), dict(generations=9), dict(profile="custom"), dict(device="cuda")):
+        assert replace(SMOKE, **same).training_hash() == h
+    for changed in (
+        dict(ppo=replace(SMOKE.ppo, learning_rate=5e-4)),
+        dict(ppo=replace(SMOKE.ppo, iterations=3)),
+        dict(ppo=replace(SMOKE.ppo, mirror=not SMOKE.ppo.mirror)),
+        dict(net=replace(SMOKE.net, channels=16)),
+        dict(seed=1),
+        dict(match_games=40),
+        dict(top_snapshots=2),
+    ):
+        assert replace(SMOKE, **changed).training_hash() != h
+
+
+def test_profiles() -> None:
+    assert profile("smoke").generations == 2 and profile("smoke").profile == "smoke"
+    assert profile("cpu").device == "cpu" and profile("gpu").device == "cuda"
+    tweaked = profile("smoke", generations=1, ppo={"iterations": 1}, net={"channels": 4})
+    assert (tweaked.generations, tweaked.ppo.iterations, tweaked.net.channels) == (1, 1, 4)
+    assert tweaked.ppo.games == profile("smoke").ppo.games  # other fields kept
+    assert PROFILES["smoke"].ppo.iterations == 2  # the table itself is untouched
+    with pytest.raises(ValueError, match="nope"):
+        profile("nope")
+    with pytest.raises(ValueError):
+        profile("smoke", match_games=5)
+    assert isinstance(profile("smoke").ppo, PPOConfig)
+
+
+def test_profile_accepts_a_league_name_override() -> None:
+    cfg = profile("smoke", name="t")
+    assert cfg.name == "t" and cfg.profile == "smoke"
+    assert replace(cfg, name="default") == profile("smoke")
+
+
+def test_training_hash_ignores_alphazero_settings_of_ppo_only_leagues() -> None:
+    h = SMOKE.training_hash()
+    assert (
+        replace(SMOKE, alphazero=overridden(SMOKE.alphazero, {"search": {"simulations": 7}})).training_hash()
+        == h
+    )
+    assert MIXED.training_hash() != h
+    assert (
+        replace(MIXED, alphazero=overridden(MIXED.alphazero, {"search": {"simulations": 7}})).training_hash()
+        != MIXED.training_hash()
+    )
+    back = LeagueConfig.from_dict(json.loads(json.dumps(MIXED.to_dict())))
+    assert back == MIXED and back.training_hash() == MIXED.training_hash()
+
+
+def test_training_hash_of_alphazero_leagues_without_the_solver_is_unchanged() -> None:
+    """The solver settings only enter the hash once the solver is on, so AlphaZero leagues
+    run before it existed resume as they were."""
+    h = MIXED.training_hash()
+    assert replace(MIXED, alphazero=replace(MIXED.alphazero, solve_nodes=7)).training_hash() == h
+    solved = replace(MIXED, alphazero=replace(MIXED.alphazero, solve_from=16))
+    assert solved.training_hash() != h
+    assert (
+        replace(solved, alphazero=replace(solved.alphazero, solve_nodes=7)).training_hash()
+        != solved.training_hash()
+    )
+    assert "exact solver from ply 16" in solved.describe_training()
+    assert "solver" not in MIXED.describe_training()
+    probed = replace(solved, alphazero=overridden(solved.alphazero, {"search": {"probe_from": 16}}))
+    assert probed.training_hash() != solved.training_hash()
+    assert replace(
+        solved, alphazero=overridden(solved.alphazero, {"search": {"probe_nodes": 7}})
+    ).training_hash() == (solved.training_hash())
+    assert "probing it at leaves from ply 16" in probed.describe_training()
+
+
+def test_with_training_overrides_both_learners() -> None:
+    cfg = with_training(MIXED, iterations=3, games=10)
+    assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (
+        3,
+        3,
+        10,
+        10,
+    )
+    assert with_training(MIXED) == MIXED
+    assert "1 PPO generation" in MIXED.describe_training() and "1 AlphaZero" in MIXED.describe_training()
+    assert "AlphaZero" not in SMOKE.describe_training()
+    with pytest.raises(ValueError):
+        replace(MIXED, alphazero_from=-1)
+
+
+def test_nested_overrides_reach_the_search() -> None:
+    assert MIXED.alphazero.search.simulations == 4
+    assert MIXED.alphazero.search.root_noise  # the rest of the self-play search kept
+    assert PROFILES["smoke"].alphazero.search.simulations == 64
+
+
+def test_league_config_is_the_profile_with_the_settings_given() -> None:
+    cfg = league_config("smoke", "x", generations=1, iterations=3, games=10, match_games=8, seed=4)
+    assert cfg == with_training(
+        profile("smoke", name="x", generations=1, match_games=8, seed=4), iterations=3, games=10
+    )
+    assert league_config("smoke") == profile("smoke")  # nothing given: the profile as it is
+    with pytest.raises(ValueError, match="unknown profile"):
+        league_config("nope")
+    with pytest.raises(ValueError):
+        league_config("smoke", "has space")
+
+
+def test_from_dict_reads_configs_written_before_the_search_was_nested() -> None:
+    old = MIXED.to_dict()
+    search = old["alphazero"].pop("search")
+    for key in ("simulations", "c_puct", "dirichlet_alpha", "noise_fraction", "probe_from", "probe_nodes"):
+        old["alphazero"][key] = search[key]
+    assert LeagueConfig.from_dict(old) == MIXED
+
+
+def test_inert_settings_stay_out_of_the_hash_and_live_ones_do_not() -> None:
+    probing = replace(SearchConfig(), probe_from=16)
+    assert "probe_nodes" in SearchConfig().inert() and "probe_nodes" not in probing.inert()
+    assert "solve_nodes" in AlphaZeroConfig().inert()
+    assert "alphazero" in SMOKE.inert() and "alphazero" not in MIXED.inert()
+
+
+@pytest.mark.parametrize("g", [1, 2, 10, 123])
+def test_generation_of_inverts_snapshot_name(g: int) -> None:
+    assert generation_of(snapshot_name(g)) == g
+
+
+@pytest.mark.parametrize("name", ["random", "tactical", "gen", "gen-1", "gen1.5", "xgen3", "gen\u0663", ""])
+def test_generation_of_other_names_is_none(name: str) -> None:
+    assert generation_of(name) is None
+
+
+def test_reading_a_config_imports_neither_torch_nor_numba() -> None:
+    code = (
+        "import sys, c4core.config as c; c.PROFILES['cpu-az'].training_hash(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numba', 'mlflow', 'scipy'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
