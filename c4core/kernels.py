@@ -1,6 +1,6 @@
 """Compiled (numba) game loops for the scripted bots: whole matches without leaving machine code.
 
-The tensor engine in `c4core.game` steps batches one op at a time, and every torch op costs a
+The tensor engine in `c4core.batch` steps batches one op at a time, and every torch op costs a
 few microseconds, which caps bot-only play near half a million games/s. These kernels run the
 same bitboard rules (see the layout in `c4core.game`) one game per loop iteration, compiled,
 and spread over cores with ``prange``, which is what a `random` vs `tactical` match needs.

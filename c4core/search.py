@@ -94,7 +94,8 @@ class BatchSearch:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The search of one position (what serving and the play page show)."""
+    """The search of one position, whole: what a test or a benchmark reads of a single search
+    (serving and the play page read `search`'s batch result)."""
 
     column: int
     """The chosen column (0-based)."""
