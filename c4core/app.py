@@ -6,7 +6,8 @@ resources) and a small JSON API::
     GET  /                 the page
     GET  /api/champion     who plays: name, version, generation, Elo, promoted_at, source
     POST /api/move         {"moves": "4453"} or {"board": [[...6 rows of 7...]]}, optional
-                           {"simulations": N} (0 = the raw network, up to MAX_SIMULATIONS)
+                           {"simulations": N} (0 = the raw network, up to
+                           `c4core.serving.MAX_SIMULATIONS`)
                            and {"probe_from": P} (search leaves of P+ stones go to the exact
                            solver; 0 = never, the default)
                            -> {"column": 0-6, "probs": [7], "value": -1..1 for the champion,
@@ -15,9 +16,11 @@ resources) and a small JSON API::
     GET  /api/health       {"ok": true, "champion": "connect4/7" or null}
 
 The client keeps the move list (undo is client-side); every request carries the whole game, so
-the server keeps no per-game state. Every body is validated as `c4core` validates positions
-(`c4core.serving.parse_record`, which rests on `Position.from_moves`/`from_board`): a bad body
-gets HTTP 400 with a one-line ``detail``, never a 500; no champion yet is a 503.
+the server keeps no per-game state. A body is checked in two steps: its shape by the pydantic
+model `MoveRequest` (these four fields and no other, whole numbers, the simulation cap), then its
+position as `c4core` checks positions (`c4core.serving.parse_record`, which rests on
+`Position.from_moves`/`from_board`, and `probe_of`). One exception handler turns whatever either
+step refuses into HTTP 400 with a one-line ``detail``, never a 500; no champion yet is a 503.
 
 Which champion plays. `ChampionSource` resolves ``models:/connect4@champion`` (or any registry
 URI) and polls the registry every `refresh_s` seconds on a background thread; when the alias
@@ -31,25 +34,28 @@ Nothing in `c4core` imports this module; it sits on top of registry, serving and
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_types import Ge, Le
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from c4core.game import STANDARD, Geometry, Position
 from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
-from c4core.serving import BadInput, ProbingSolver, parse_record, probe_of
+from c4core.serving import MAX_SIMULATIONS, BadInput, ProbingSolver, parse_record, probe_of
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +63,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 CHAMPION_URI = f"models:/{MODEL_NAME}@champion"
 DEFAULT_REFRESH_S = 30.0
 """How often the app asks the registry who the champion is (the issue asks for under a minute)."""
-MAX_SIMULATIONS = 2048
-"""Most search simulations one request may ask for (the page offers up to 1024)."""
 MAX_BODY = 16_384
 """Largest request body accepted, in bytes (a full board is well under 1 KB)."""
-FIELDS = ("moves", "board", "simulations", "probe_from")
 
 
 class NoChampion(RuntimeError):
@@ -319,34 +322,93 @@ def _ask_server(url: str, position: Position, simulations: int, probe_from: int 
 
 
 # ---- the request -----------------------------------------------------------------------------------
+_EXAMPLE = '{"moves": "4453"}'
+
+
+class MoveRequest(BaseModel):
+    """The body of ``POST /api/move``: a position, in one of two forms, and how hard to think.
+
+    The model checks the body's shape only. The position (a legal move string, a reachable board,
+    a game still on) and `probe_from` against the board's size are checked where `c4core` checks
+    them for the model server too (`parse_record`, `probe_of`), in `parse_move_request`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    moves: StrictStr | None = None
+    """Solver notation, one column digit per move (``"4453"``); or give `board`."""
+    board: Any = None
+    """Rows top to bottom of 0 (empty), 1 and 2; `Position.from_board` checks its shape and stones."""
+    simulations: Annotated[int, Field(strict=True, ge=0, le=MAX_SIMULATIONS)] = 0
+    """Search simulations; 0 (or null) answers with the raw network."""
+    probe_from: StrictInt = 0
+    """Search leaves of this many stones or more go to the exact solver; 0 (or null) never.
+    Its bounds depend on the board, so `probe_of` checks them."""
+
+    @field_validator("simulations", "probe_from", mode="before")
+    @classmethod
+    def _null_is_zero(cls, value: Any) -> Any:
+        return 0 if value is None else value
+
+    @field_validator("board")
+    @classmethod
+    def _board_not_nan(cls, value: Any) -> Any:
+        # parse_record reads NaN as no board at all (pandas' missing cell); in JSON it is a bad board
+        if isinstance(value, float) and math.isnan(value):
+            raise ValueError("'board' must be a list of rows, got NaN")
+        return value
+
+
 def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Position, int, int]:
     """The live position, simulation count and solver-probe stone count (0 none) a ``POST
-    /api/move`` body asks for; `BadInput` with a one-line reason otherwise."""
+    /api/move`` body asks for. A body of the wrong shape raises pydantic's `ValidationError`, a
+    bad position `BadInput`; `bad_request_detail` words either in one line."""
     if len(body) > MAX_BODY:
         raise BadInput(f"request body too large ({len(body)} bytes; at most {MAX_BODY})")
-    try:
-        data = json.loads(body)
-    except RecursionError:  # "[[[[..." deeper than Python's parser goes
-        raise BadInput("request body is nested too deeply to be JSON for a position") from None
-    except (UnicodeDecodeError, ValueError):
-        raise BadInput('request body must be JSON, e.g. {"moves": "4453"}') from None
-    if not isinstance(data, dict):
-        raise BadInput('request body must be a JSON object, e.g. {"moves": "4453"}')
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise BadInput(f"unknown field {unknown[0]!r}: use {', '.join(FIELDS)}")
-    sims = data.get("simulations", 0)
-    if sims is None:
-        sims = 0
-    if isinstance(sims, bool) or not isinstance(sims, int):
-        raise BadInput(f"'simulations' must be a whole number, got {sims!r}")
-    if not 0 <= sims <= MAX_SIMULATIONS:
-        raise BadInput(f"'simulations' must be between 0 and {MAX_SIMULATIONS}, got {sims}")
-    moves, board = data.get("moves"), data.get("board")
-    if isinstance(moves, float) or isinstance(board, float):  # NaN-like values mean "missing" to parse_record
-        raise BadInput("'moves' must be a string and 'board' a list of rows")
-    probe = probe_of(data, sims, geometry)
-    return parse_record({"moves": moves, "board": board}, geometry), sims, probe
+    request = MoveRequest.model_validate_json(body)
+    record = request.model_dump()
+    position = parse_record(record, geometry)
+    return position, request.simulations, probe_of(record, request.simulations, geometry)
+
+
+def bad_request_detail(e: Exception) -> str:
+    """The one-line ``detail`` of the 400 answering a refused body (`ValidationError`,
+    `RequestValidationError` or `BadInput`): the first problem found."""
+    if isinstance(e, (ValidationError, RequestValidationError)):
+        return _error_text(e.errors()[0])
+    return str(e)
+
+
+def _error_text(error: Mapping[str, Any]) -> str:
+    # FastAPI's own errors start their location with where the value was (body, query, ...)
+    loc = [str(x) for x in error["loc"] if x not in ("body", "query", "path", "header", "cookie")]
+    name, kind, got = ".".join(loc), error["type"], error.get("input")
+    fields = MoveRequest.model_fields
+    if kind == "json_invalid":
+        why = (error.get("ctx") or {}).get("error", "not JSON")
+        return f"request body must be JSON ({why}), e.g. {_EXAMPLE}"
+    if not name and kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"request body must be a JSON object, e.g. {_EXAMPLE}"
+    if kind == "value_error":  # raised by a validator of ours, already in words
+        return str((error.get("ctx") or {}).get("error", error["msg"]))
+    if kind == "extra_forbidden":
+        return f"unknown field {name!r}: use {', '.join(fields)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"{name!r} must be a whole number, got {got!r}"
+    if kind == "string_type":
+        return f"{name!r} must be a string, got {type(got).__name__}"
+    if kind in ("greater_than_equal", "less_than_equal") and name in fields:
+        low, high = _bounds(name)
+        return f"{name!r} must be between {low} and {high}, got {got}"
+    return f"{name or 'request body'}: {str(error['msg']).splitlines()[0]}"
+
+
+def _bounds(name: str) -> tuple[Any, Any]:
+    """The ``ge``/``le`` bounds a `MoveRequest` field declares."""
+    meta = MoveRequest.model_fields[name].metadata
+    low = next((m.ge for m in meta if isinstance(m, Ge)), None)
+    high = next((m.le for m in meta if isinstance(m, Le)), None)
+    return low, high
 
 
 # ---- the app ---------------------------------------------------------------------------------------
@@ -366,9 +428,12 @@ def create_app(source: ChampionSource, start: bool = True) -> FastAPI:
     app = FastAPI(title="Connect Four: play the champion", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.source = source
 
-    @app.exception_handler(BadInput)
-    async def bad_input(request: Request, e: BadInput) -> JSONResponse:
-        return JSONResponse({"detail": str(e)}, status_code=400)
+    async def bad_request(request: Request, e: Exception) -> JSONResponse:
+        """Every refused body, whichever check refused it: 400 with a one-line ``detail``."""
+        return JSONResponse({"detail": bad_request_detail(e)}, status_code=400)
+
+    for refused in (RequestValidationError, ValidationError, BadInput):
+        app.add_exception_handler(refused, bad_request)
 
     @app.exception_handler(NoChampion)
     async def no_champion(request: Request, e: NoChampion) -> JSONResponse:
@@ -427,23 +492,34 @@ def _iso(t: float | None) -> str | None:
 # ---- the terminal's default opponent ---------------------------------------------------------------
 def default_opponent(tracking_uri: str, uri: str = CHAMPION_URI) -> tuple[str, str | None]:
     """The player spec ``c4 play`` uses without ``--opponent``: the registry's champion when one
-    exists, else ``tactical``, with a one-line note saying why."""
-    import os
-
+    exists, else ``tactical``, with a one-line note saying why. Changes no process settings."""
     if _missing_sqlite(tracking_uri):
         return "tactical", f"no registry at {tracking_uri} yet, so you play tactical (make league trains one)"
-    # a tracking server that is down must not hang the terminal: one quick try, no retries
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
-    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "5"
     try:
+        if tracking_uri.startswith(("http://", "https://")):
+            _probe_server(tracking_uri)
         resolve_version(Tracking.for_uri(tracking_uri).client(), uri)
         return uri, None
     except Exception as e:  # no champion, no such model, no server: all mean "play tactical"
         return "tactical", f"no champion at {uri} ({_one_line(e)}), so you play tactical"
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+
+
+def _probe_server(tracking_uri: str, timeout_s: float = 5.0) -> None:
+    """One request to a tracking server, no retries; `MlflowException` when nothing answers.
+
+    The client's own calls retry a refused connection for minutes (``MLFLOW_HTTP_REQUEST_*``
+    settings are process-wide), and a server that is down must not hang the terminal. Any HTTP
+    answer counts: the client's next call says what is wrong with it.
+    """
+    # MLflow's request helper, so that the tracking URI's credentials and TLS settings apply
+    from mlflow.tracking._tracking_service.utils import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    http_request(
+        get_default_host_creds(tracking_uri),
+        "/health",
+        "GET",
+        max_retries=0,
+        timeout=timeout_s,
+        raise_on_status=False,
+    )

@@ -9,7 +9,7 @@ from a registered version; ``POST /invocations`` then takes records such as::
 ``moves`` is a solver-notation string (columns 1-7), ``board`` six rows top to bottom with 0
 empty, 1 first player, 2 second player. Each record gets ``{"column": 0-6, "probs": [7 floats,
 0 on full columns], "value": -1..1 for the side to move}``. With ``simulations`` > 0 the answer
-comes from `c4core.search` (PUCT over the same net) when the shipped package has it, and with
+comes from `c4core.search` (PUCT over the same net; the package ships all of ``c4core``), and with
 ``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
 (`SearchConfig.probe_from`), so the champion plays those endgames perfectly. Versions registered
 before ``probe_from`` existed do not declare it, and MLflow drops the parameter for them.
@@ -44,7 +44,8 @@ from c4core.game import STANDARD, Geometry, Position
 from c4core.net import Checkpoint, PolicyValueNet
 
 MAX_SIMULATIONS = 4096
-"""Upper bound on `simulations` per request, so one request cannot hold a worker for minutes."""
+"""Upper bound on `simulations` per request, so one request cannot hold a worker for minutes;
+shared by the model server and the play page (`c4core.app`)."""
 MAX_RECORDS = 4096
 """Upper bound on records per request."""
 
@@ -153,15 +154,6 @@ def probe_of(params: Mapping[str, Any] | None, simulations: int, geometry: Geome
     return int(probe)
 
 
-def search_available() -> bool:
-    """Whether the shipped package has the search this model uses for ``simulations`` > 0."""
-    try:
-        from c4core import search
-    except ImportError:
-        return False
-    return hasattr(search, "search") and hasattr(search, "SearchConfig")
-
-
 def evaluate(
     net: PolicyValueNet,
     positions: list[Position],
@@ -179,8 +171,6 @@ def evaluate(
     boards = Boards.from_positions(positions)
     legal = boards.legal().numpy()
     if simulations > 0:
-        if not search_available():
-            raise BadInput("search is not available in this model version: use simulations 0")
         from c4core.search import SearchConfig, search
 
         config = replace(SearchConfig(), simulations=simulations, probe_from=probe_from)

@@ -270,6 +270,37 @@ def test_the_champion_moves_first_and_keys_1_to_7_play(site: str, browser) -> No
     screenshot(browser, "play-champion-first")
 
 
+def test_the_page_has_its_controls_and_keys_1_to_7_drop_stones(site: str, browser) -> None:
+    """What the issue asks the page for is there, each of keys 1-7 drops a stone in its column
+    (other keys none), and the page talks only to its own server's API."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.get(site)
+    for needle in ("new-game", "undo", "strength", "probs", "gauge", "banner"):
+        assert browser.find_elements(By.ID, needle), needle
+    assert len(browser.find_elements(By.CSS_SELECTOR, 'input[name="first"]')) == 2
+    viewport = browser.find_element(By.CSS_SELECTOR, 'meta[name="viewport"]').get_attribute("content")
+    assert "width=device-width" in viewport
+    new_game(browser, "you")
+    wait_settled(browser)
+    for key in "1234567":
+        if wait_settled(browser) == "over":  # the champion (or a lucky row of yours) won: start again
+            ActionChains(browser).send_keys("n").perform()
+            assert wait_settled(browser) == "your-turn" and moves_of(browser) == ""
+        moves = moves_of(browser)
+        ActionChains(browser).send_keys("0", "8", "9", "x").perform()
+        assert moves_of(browser) == moves, "a key other than 1-7 played"
+        col = int(key) - 1
+        ActionChains(browser).send_keys(key).perform()
+        want = moves + key
+        WebDriverWait(browser, 10).until(lambda d, want=want: moves_of(d).startswith(want))
+        assert stone_at(browser, landing_row(moves, col), col) == "p1"
+    wait_settled(browser)
+    urls = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name);")
+    assert {site + "/api/champion", site + "/api/move"} <= set(urls)
+    assert all(url.startswith(site + "/") for url in urls), "the page loaded something from elsewhere"
+
+
 def test_undo_takes_back_your_move_and_the_answer_and_new_game_clears(site: str, browser) -> None:
     browser.get(site)
     wait_settled(browser)

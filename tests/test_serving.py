@@ -27,11 +27,11 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from servers import free_port, wait_for_http
 
+from c4core.config import NetConfig, profile
 from c4core.game import Position
-from c4core.league import profile
-from c4core.net import Checkpoint, NetConfig, PolicyValueNet
+from c4core.net import Checkpoint, PolicyValueNet
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
-from c4core.serving import ConnectFourModel, search_available
+from c4core.serving import ConnectFourModel
 
 REPO = Path(__file__).resolve().parents[1]
 EMPTY = [[0] * 7 for _ in range(6)]
@@ -168,14 +168,13 @@ def test_bad_records_raise_invalid_parameter_value(
     assert hint in err.value.message
 
 
-def test_simulations_use_search_when_the_package_has_it(model: ConnectFourModel) -> None:
-    if search_available():
-        (out,) = model.predict(None, [{"moves": "4453"}], {"simulations": 8})
-        assert out["column"] in Position.from_moves("4453").legal_moves()
-        assert sum(out["probs"]) == pytest.approx(1.0)
-    else:
-        with pytest.raises(MlflowException, match="search is not available"):
-            model.predict(None, [{"moves": "4453"}], {"simulations": 8})
+def test_simulations_search(model: ConnectFourModel) -> None:
+    (out,) = model.predict(None, [{"moves": "4453"}], {"simulations": 8})
+    assert out["column"] in Position.from_moves("4453").legal_moves()
+    assert sum(out["probs"]) == pytest.approx(1.0)
+    # a win in one is found by search whatever the untrained net thinks
+    (out,) = model.predict(None, [{"moves": "112233"}], {"simulations": 16})
+    assert out["column"] == 3 and out["value"] == 1.0
 
 
 def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> None:
@@ -261,13 +260,10 @@ def test_served_answers_are_always_legal(servers: dict[str, str], rng, random_mo
 
 
 @pytest.mark.slow
-def test_served_simulations_follow_the_search_hook(servers: dict[str, str]) -> None:
+def test_served_simulations_search(servers: dict[str, str]) -> None:
     r = post(servers["champion"], {"dataframe_records": [{"moves": "4453"}], "params": {"simulations": 8}})
-    if search_available():
-        assert r.status_code == 200, r.text
-        assert r.json()["predictions"][0]["column"] in range(7)
-    else:
-        assert r.status_code == 400 and "search is not available" in r.json()["message"]
+    assert r.status_code == 200, r.text
+    assert r.json()["predictions"][0]["column"] in range(7)
 
 
 @pytest.mark.slow
