@@ -25,11 +25,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 venv: $(VENV)/.installed
 
+# Airflow's own log lines go to $(LEAGUE_LOG); the steps' progress lines reach the terminal through
+# file descriptor 3 (C4_PROGRESS_FD). On a failure, the failing task's part of the log is shown.
+LEAGUE_LOG ?= $(AIRFLOW_HOME)/league.log
 league: venv
 	@mkdir -p $(AIRFLOW_HOME)
 	@$(AIRFLOW_ENV) $(VENV)/bin/airflow db migrate >$(AIRFLOW_HOME)/migrate.log 2>&1 \
 		|| { cat $(AIRFLOW_HOME)/migrate.log; exit 1; }
-	$(AIRFLOW_ENV) $(VENV)/bin/airflow dags test connect4_league -c '$(CONF)'
+	@echo "league $(CONF): Airflow's log is $(LEAGUE_LOG)"
+	@$(AIRFLOW_ENV) C4_PROGRESS_FD=3 $(VENV)/bin/airflow dags test connect4_league -c '$(CONF)' \
+		3>&1 >$(LEAGUE_LOG) 2>&1 || { \
+		echo "the league failed; the failing task's log (all of it: $(LEAGUE_LOG)):"; \
+		awk '/\[DAG TEST\] starting task_id=/ { part = "" } { part = part $$0 "\n" } END { printf "%s", part }' \
+			$(LEAGUE_LOG); exit 1; }
 	@$(AIRFLOW_ENV) $(PY) -m c4core.steps summary --spec '$(CONF)'
 
 # the same league without Airflow: `c4 league` (LEAGUE_FLAGS="--generations 3" passes flags)

@@ -9,7 +9,7 @@ any command decides whether it needs torch or mlflow.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,6 +87,33 @@ def registry_line(store: MLflowStore, member: str) -> str | None:
     held = holder is not None and holder.version == version.version
     alias = f"models:/{version.name}@{CHAMPION_ALIAS} = " if held else ""
     return f"registry: {alias}models:/{version.name}/{version.version} (stage {version.current_stage})"
+
+
+def iteration_line(generation: int, iteration: int, total: int, metrics: Mapping[str, float]) -> str:
+    """One training iteration as a progress line: the win rate against each opponent, then
+    the losses, e.g. ``gen 2 iteration 3/25: win vs random 0.97, vs self 0.50; policy loss
+    0.412, value loss 0.301 (4.1 s)``."""
+    wins = [
+        f"vs {k.split('/')[1]} {v:.2f}"
+        for k, v in metrics.items()
+        if k.startswith("vs/") and k.endswith("/win")
+    ]
+    losses = [
+        f"{k.split('/')[1]} loss {metrics[k]:.3f}" for k in ("losses/policy", "losses/value") if k in metrics
+    ]
+    seconds = metrics.get("charts/seconds", metrics.get("charts/selfplay_seconds"))
+    line = f"gen {generation} iteration {iteration + 1}/{total}: win " + ", ".join(wins)
+    line += "; " + ", ".join(losses) if losses else ""
+    return line + (f" ({seconds:.1f} s)" if seconds is not None else "")
+
+
+def match_line(result: MatchResult) -> str:
+    """A recorded match as a progress line, from A's side."""
+    t = result.total
+    return (
+        f"match {result.a} vs {result.b}: {t.win} wins, {t.draw} draws, {t.loss} losses "
+        f"(score {t.score:.3f}, {result.seconds:.1f} s)"
+    )
 
 
 def closing_summary(fit: EloFit, member: str, results: Iterable[MatchResult], where: str | None) -> str:

@@ -26,7 +26,6 @@ import math
 import shutil
 import tempfile
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -227,8 +226,14 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
         self.solver = ProbingSolver()
 
     # no type hints on predict: MLflow would read them as a second, conflicting signature
-    def predict(self, context, model_input, params=None):
-        """One ``{"column", "probs", "value"}`` per record; `MlflowException` (HTTP 400) for bad input."""
+    def predict(
+        self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """One ``{"column", "probs", "value"}`` per record; `MlflowException` (HTTP 400) for bad input.
+
+        The input is hinted as the DataFrame that the signature's columns make of every request,
+        a hint MLflow infers no schema from, so the declared `SIGNATURE` stays the contract and
+        logging the model warns of nothing."""
         try:
             sims = simulations_of(params)
             probe = probe_of(params, sims, self.geometry)
@@ -268,15 +273,11 @@ def _requirements() -> list[str]:
 
 _MODEL_CODE = """\
 # The pyfunc entry point (MLflow "models from code"): no pickled objects in the model.
-import warnings
-
 import mlflow.models
 
 from c4core.serving import ConnectFourModel
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", UserWarning)  # MLflow asks for type hints; the signature is explicit
-    mlflow.models.set_model(ConnectFourModel())
+mlflow.models.set_model(ConnectFourModel())
 """
 
 
@@ -290,15 +291,13 @@ def save_pyfunc(path: str | Path, checkpoint: Checkpoint) -> None:
         replace(checkpoint, optimizer=None).save(weights)
         code = Path(tmp) / "c4core"
         shutil.copytree(package, code, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.tmp"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # as in _MODEL_CODE
-            mlflow.pyfunc.save_model(
-                str(path),
-                python_model=str(entry),
-                artifacts={"weights": str(weights)},
-                code_paths=[str(code)],
-                signature=SIGNATURE,
-                input_example=INPUT_EXAMPLE,
-                pip_requirements=_requirements(),
-                metadata={"generation": checkpoint.generation, "geometry": asdict(checkpoint.geometry)},
-            )
+        mlflow.pyfunc.save_model(
+            str(path),
+            python_model=str(entry),
+            artifacts={"weights": str(weights)},
+            code_paths=[str(code)],
+            signature=SIGNATURE,
+            input_example=INPUT_EXAMPLE,
+            pip_requirements=_requirements(),
+            metadata={"generation": checkpoint.generation, "geometry": asdict(checkpoint.geometry)},
+        )

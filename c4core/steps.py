@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from c4core.config import BOT_NAMES, generation_of, league_config, snapshot_name
-from c4core.entry import closing_summary, parse_tags, registry_line, tracking_uri
+from c4core.entry import (
+    closing_summary,
+    iteration_line,
+    match_line,
+    parse_tags,
+    registry_line,
+    tracking_uri,
+)
 
 if TYPE_CHECKING:
     from c4core.config import LeagueConfig
@@ -98,6 +105,16 @@ def _device(spec: Mapping[str, Any], training: bool) -> str:
             "cpu or smoke, or run the DAG with C4_EXECUTOR=kubernetes to train on a GPU pod"
         )
     return "cpu"
+
+
+def progress(line: str) -> None:
+    """One progress line: to stdout, which Airflow keeps as the task's log (the UI shows it),
+    and to the file descriptor $C4_PROGRESS_FD names when set: `make league` points it at the
+    terminal while Airflow's own log lines go to a file."""
+    print(line, flush=True)
+    fd = os.environ.get("C4_PROGRESS_FD")
+    if fd:
+        os.write(int(fd), (line + "\n").encode())
 
 
 def _torch_threads() -> None:
@@ -167,7 +184,18 @@ def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = Non
     store, config = _store(spec, device, tags)
     start = time.perf_counter()
     reused = store.generation_run(g) is not None
-    train_generation(store, config, g, list(request["opponents"]), lambda i, m: store.log_iteration(g, i, m))
+    total = config.iterations(g)
+    opponents = list(request["opponents"])
+    if reused:
+        progress(f"gen {g}: trained already, reusing its snapshot")
+    else:
+        progress(f"gen {g}: {config.learner(g)}, {total} iterations against {', '.join(opponents)}")
+
+    def on_iteration(i: int, metrics: dict[str, float]) -> None:
+        store.log_iteration(g, i, metrics)
+        progress(iteration_line(g, i, total, metrics))
+
+    train_generation(store, config, g, opponents, on_iteration)
     run = store.generation_run(g)
     assert run is not None  # train_generation stored it
     return {
@@ -192,6 +220,7 @@ def match(
     _torch_threads()
     store, config = _store(spec, _device(spec, training=False), tags)
     result = play_league_match(store, config, snapshot_name(generation), opponent)
+    progress(match_line(result))
     return result.to_record()
 
 
