@@ -5,7 +5,8 @@ Layout in MLflow (experiment ``connect4-league``)::
     league run  "<league>"              tags c4.kind=league, league, config_hash; params = config
     |                                   metrics elo/<member> (step = generation); artifact
     |                                   champion_history.json (who held the title, and when);
-    |                                   report/ (`c4core.report`, redrawn after every generation)
+    |                                   report/ (`log_report`, redrawn after every generation),
+    |                                   tag c4.report
     +-- generation run  "<league>/gen3" tags c4.kind=generation, league, generation, config_hash
     |                                   params = the whole LeagueConfig; metrics per iteration;
     |                                   artifacts checkpoint/gen3.pt and model/ (the pyfunc)
@@ -16,7 +17,13 @@ Layout in MLflow (experiment ``connect4-league``)::
     registered model "connect4": one version per snapshot, tagged league, generation,
     config_hash, elo, elo_ci95, win_vs_tactical (and suite_keeps_result, suite_best_move,
     suite_counted, suite_file when a suite is given); stage Production + alias ``champion`` on
-    the league's best-rated snapshot.
+    the league's best-rated snapshot, whose version also has the final report (tag ``report``,
+    the report/ folder on its source run, a link in its description).
+
+The league report. `c4core.report` draws a report from league data and knows nothing of MLflow;
+this module reads a league back from MLflow into that data (`open_league` finds a league by name,
+`read_league` reads it) and logs the report it draws (`log_report`, or `log_league_report`, which
+only warns if drawing fails).
 
 Suite scores. Given a suite file (`after_generation`'s, `run_generation_tracked`'s and
 `run_league_tracked`'s ``suite`` argument; None, the default, logs nothing), each snapshot's raw
@@ -59,16 +66,12 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from c4core.config import LeagueConfig, generation_of, snapshot_name
 from c4core.elo import EloFit
-from c4core.league import (
-    BOT_NAMES,
-    GenerationReport,
-    LeagueConfig,
-    run_generation,
-    snapshot_name,
-)
-from c4core.match import MatchResult
+from c4core.league import GenerationReport, run_generation
+from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
+from c4core.report import LeagueData, ReportFiles, build_report, is_plotted
 
 EXPERIMENT = "connect4-league"
 MODEL_NAME = "connect4"
@@ -78,6 +81,13 @@ CHAMPION_TABLE = "champion_history.json"
 # tag keys; the dotted ones need backticks in filter strings
 KIND, COMPLETE, FINALIZED, PAIR, RECORD = "c4.kind", "c4.complete", "c4.finalized", "c4.pair", "c4.record"
 PARENT = "mlflow.parentRunId"
+
+REPORT_DIR = "report"
+"""Artifact folder (on the league run and the champion's source run) that holds the report."""
+REPORT_TAG = "c4.report"
+"""League-run tag: the artifact path of the live report."""
+VERSION_TAG = "report"
+"""Model-version tag: the artifact URI of the report attached to the champion."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,37 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def search_runs(client: MlflowClient, experiment_id: str, kind: str, tags: Mapping[str, str]) -> list[Run]:
+    """Active runs of one kind (``c4.kind``) carrying every tag in `tags`, oldest first."""
+    clauses = [f"tags.`{KIND}` = '{kind}'"]
+    for k, v in tags.items():
+        clauses.append(f"tags.`{k}` = '{v}'")
+    runs: list[Run] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            " and ".join(clauses),
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=1000,
+            order_by=["attributes.start_time ASC"],
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            break
+    runs.sort(key=lambda r: (r.info.start_time or 0, r.info.run_id))
+    return runs
+
+
+def _download_checkpoint(client: MlflowClient, run: Run, generation: int) -> Checkpoint:
+    """The snapshot a finished generation run holds in ``checkpoint/gen<g>.pt``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = client.download_artifacts(run.info.run_id, f"checkpoint/{snapshot_name(generation)}.pt", tmp)
+        return Checkpoint.load(path)
+
+
 # ---- the store -----------------------------------------------------------------------------------
 class MLflowStore:
     """A league's snapshots and match records kept in MLflow (a `c4core.league.LeagueStore`).
@@ -192,26 +233,7 @@ class MLflowStore:
     # -- queries --
     def _search(self, kind: str, **tags: str) -> list[Run]:
         """Active runs of this league and config of one kind, oldest first."""
-        clauses = [f"tags.`{KIND}` = '{kind}'"]
-        for k, v in (self._key_tags() | tags).items():
-            clauses.append(f"tags.`{k}` = '{v}'")
-        runs: list[Run] = []
-        token = None
-        while True:
-            page = self.client.search_runs(
-                [self.experiment_id],
-                " and ".join(clauses),
-                run_view_type=ViewType.ACTIVE_ONLY,
-                max_results=1000,
-                order_by=["attributes.start_time ASC"],
-                page_token=token,
-            )
-            runs.extend(page)
-            token = page.token
-            if not token:
-                break
-        runs.sort(key=lambda r: (r.info.start_time or 0, r.info.run_id))
-        return runs
+        return search_runs(self.client, self.experiment_id, kind, self._key_tags() | tags)
 
     @staticmethod
     def _complete(run: Run) -> bool:
@@ -247,11 +269,7 @@ class MLflowStore:
         run = self.generation_run(generation)
         if run is None:
             return None
-        with tempfile.TemporaryDirectory() as tmp:
-            path = self.client.download_artifacts(
-                run.info.run_id, f"checkpoint/{snapshot_name(generation)}.pt", tmp
-            )
-            ckpt = Checkpoint.load(path)
+        ckpt = _download_checkpoint(self.client, run, generation)
         self._snapshots[generation] = ckpt
         return ckpt
 
@@ -310,7 +328,7 @@ class MLflowStore:
         tags = self._key_tags() | self.extra_tags
         tags |= {KIND: "match", PAIR: key, "a": result.a, "b": result.b, RECORD: json.dumps(rec)}
         tags[PARENT] = self.league_run_id
-        gens = [int(n[3:]) for n in (result.a, result.b) if n.startswith("gen") and n[3:].isdigit()]
+        gens = [g for g in map(generation_of, (result.a, result.b)) if g is not None]
         if gens:
             tags["generation"] = str(max(gens))
         run = self.client.create_run(
@@ -360,11 +378,9 @@ def league_versions(store: MLflowStore) -> dict[int, ModelVersion]:
 
 
 def _win_vs_tactical(results: Iterable[MatchResult], member: str) -> float | None:
-    for r in results:
-        if {r.a, r.b} == {member, "tactical"}:
-            t = r.total
-            return (t.win if r.a == member else t.loss) / t.games
-    return None
+    """The fraction of its games against ``tactical`` that `member` won; None if they never met."""
+    wdl = head_to_head(results, member, "tactical")
+    return wdl.win / wdl.games if wdl is not None else None
 
 
 def model_card(store: MLflowStore, generation: int, fit: EloFit | None, win_vs_tactical: float | None) -> str:
@@ -486,9 +502,10 @@ def current_champion(client: MlflowClient, model_name: str = MODEL_NAME) -> Mode
 def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: int) -> ModelVersion:
     """Make `member` the champion: stage Production (archiving the previous one), alias
     ``champion``, and a row in the league's champion history. A no-op if it already is."""
-    if member in BOT_NAMES or not member.startswith("gen"):
+    generation_held = generation_of(member)
+    if generation_held is None:
         raise ValueError(f"only snapshots can be champion, not {member!r}")
-    version = find_version(store, int(member[3:]))
+    version = find_version(store, generation_held)
     if version is None:
         raise ValueError(f"{member} of league {store.config.name!r} is not registered")
     client, name = store.client, store.tracking.model_name
@@ -604,12 +621,85 @@ def after_generation(
     return champ
 
 
-def log_league_report(store: MLflowStore, champion: ModelVersion | None = None) -> None:
-    """Draw the league report (`c4core.report`) into the league run's ``report/`` artifacts, and
-    onto `champion`'s version when given. The report is a view of the records: if it fails to draw,
-    this warns and the league goes on."""
-    from c4core.report import log_report  # matplotlib loads only here
+# ---- the league report ---------------------------------------------------------------------------
+def open_league(tracking: Tracking, league: str, config_hash: str | None = None) -> MLflowStore:
+    """The store of a league in MLflow, found by name alone (the newest config, unless one is given).
 
+    The config comes from a finished snapshot's checkpoint, so nothing but MLflow is needed.
+    Raises `ValueError` when there is no such league or it has no finished generation yet.
+    """
+    for what, value in (("league", league), ("config hash", config_hash or "x")):
+        if not value or not all(ch.isalnum() or ch in "-_." for ch in value):
+            raise ValueError(f"{what} {value!r} must be letters, digits, '-', '_' or '.'")
+    client = tracking.client()
+    exp = client.get_experiment_by_name(tracking.experiment)
+    if exp is None:
+        raise ValueError(f"no experiment {tracking.experiment!r} at {tracking.tracking_uri}")
+    key = {"league": league} | ({"config_hash": config_hash} if config_hash else {})
+    runs = search_runs(client, exp.experiment_id, "league", key)
+    if not runs:
+        raise ValueError(f"no league {league!r} in {tracking.tracking_uri}")
+    chash = runs[-1].data.tags["config_hash"]  # oldest first: the last is the newest
+    key = {"league": league, "config_hash": chash, COMPLETE: "true"}
+    gens = search_runs(client, exp.experiment_id, "generation", key)
+    if not gens:
+        raise ValueError(f"league {league!r} has no finished generation yet")
+    ckpt = _download_checkpoint(client, gens[0], int(gens[0].data.tags["generation"]))
+    config = LeagueConfig.from_dict(ckpt.train_config)
+    if config.training_hash() != chash:
+        raise ValueError(f"league {league!r}: the snapshot's config does not hash to {chash}")
+    return MLflowStore(tracking, config)
+
+
+def read_league(store: MLflowStore) -> LeagueData:
+    """A league kept in MLflow, as the report's data: match records from the match runs, the
+    training metrics and ``suite/*`` scores from the generation runs, the store for snapshots."""
+    metrics: dict[int, list[dict[str, float]]] = {}
+    suite: dict[int, dict[str, float]] = {}
+    g = 1
+    while (run := store.generation_run(g)) is not None:  # generations run in order
+        steps: dict[int, dict[str, float]] = {}
+        for key in sorted(k for k in run.data.metrics if is_plotted(k)):
+            for m in store.client.get_metric_history(run.info.run_id, key):
+                steps.setdefault(m.step, {})[key] = m.value
+        metrics[g] = [steps[s] for s in sorted(steps)]
+        found = {k: v for k, v in run.data.metrics.items() if k.startswith("suite/")}
+        if found:
+            suite[g] = found
+        g += 1
+    source = f"{store.tracking.tracking_uri}, experiment {store.tracking.experiment}"
+    return LeagueData(store.config.name, store.config, store.results(), metrics, suite, source, store)
+
+
+def log_report(store: MLflowStore, version: ModelVersion | None = None, seed: int = 0) -> ReportFiles:
+    """Draw the league's report and log it to the league run's ``report/`` artifacts (overwriting
+    the last one, so the run always shows the latest). With `version` (the champion's), also log
+    it to that version's source run and link it from the version's tag ``report`` and its
+    description. The returned paths live in a temporary folder that is gone once this returns."""
+    client = store.client
+    with tempfile.TemporaryDirectory() as tmp:
+        files = build_report(read_league(store), Path(tmp) / REPORT_DIR, seed=seed)
+        client.log_artifacts(store.league_run_id, str(files.folder), REPORT_DIR)
+        client.set_tag(store.league_run_id, REPORT_TAG, f"{REPORT_DIR}/report.html")
+        if version is not None and version.run_id:
+            client.log_artifacts(version.run_id, str(files.folder), REPORT_DIR)
+            uri = f"{client.get_run(version.run_id).info.artifact_uri}/{REPORT_DIR}/report.html"
+            client.set_model_version_tag(version.name, version.version, VERSION_TAG, uri)
+            line = f"League report: `{uri}`"
+            desc = version.description or ""
+            if line not in desc:
+                kept = [ln for ln in desc.splitlines() if not ln.startswith("League report: ")]
+                while kept and not kept[-1].strip():
+                    kept.pop()
+                client.update_model_version(
+                    version.name, version.version, "\n".join([*kept, "", line]).strip()
+                )
+    return files
+
+
+def log_league_report(store: MLflowStore, champion: ModelVersion | None = None) -> None:
+    """`log_report` onto the league run, and onto `champion`'s version when given. The report is
+    a view of the records: if it fails to draw, this warns and the league goes on."""
     try:
         log_report(store, champion)
     except Exception as e:

@@ -1,7 +1,10 @@
 """The league report: the Elo ladder over generations, the score matrix, training curves, first- and
 second-mover results, and a sample game, as one self-contained HTML file plus the same figures as PNGs.
 
-Everything in the report is recomputed from what a league stores, never from a live process:
+The report is pure: league data in, files out. It is drawn from a `LeagueData` (the records, the
+training metrics, a store for the champion's snapshot), never from a live process, and it knows
+no tracking system. `read_local` reads a league folder (`LocalStore`) into one; for a league in
+MLflow, `c4core.registry.read_league` does, and `c4core.registry.log_report` logs the result.
 
 - **Ladder over generations.** After generation ``g`` the league had played exactly the matches
   between members up to ``gen<g>`` (and the bots), so refitting Elo on those records reproduces the
@@ -17,47 +20,38 @@ Everything in the report is recomputed from what a league stores, never from a l
 - **Suite.** If snapshots carry ``suite/keeps_result`` or ``suite/best_move``, a curve over
   generations.
 
-`build_report` takes a league store (`LocalStore`, or `c4core.registry.MLflowStore`), a league
-folder, or a `Tracking` plus a league name, and writes ``report.html``, ``report.json`` and the
-PNGs into a folder. `log_report` does that into MLflow: the league run's ``report/`` artifacts,
-and optionally the champion version's source run, with a tag and a link in its description.
+`build_report` takes a `LeagueData`, a `LocalStore` or a league folder, and writes ``report.html``,
+``report.json`` and the PNGs into a folder. The page comes from the Jinja2 template
+``templates/report.html.j2`` (package data), rendered with autoescaping, images inlined as base64.
 
 Figures use matplotlib's object API on the Agg canvas: no pyplot state, no display, safe in
-worker processes. MLflow is imported only by the functions that read or write it.
+worker processes.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
 import numpy as np
 
+from c4core.config import BOT_NAMES, LeagueConfig, generation_of, snapshot_name
 from c4core.elo import EloFit
-from c4core.game import STANDARD, Geometry, Position
-from c4core.league import BOT_NAMES, LeagueConfig, LocalStore, champion, fit_ratings, snapshot_name
-from c4core.match import WDL, MatchResult
+from c4core.game import STANDARD, Geometry, Position, has_won
+from c4core.league import LeagueStore, LocalStore, champion, fit_ratings
+from c4core.match import WDL, MatchResult, head_to_head
 
-if TYPE_CHECKING:  # mlflow loads only when a report is read from or written to it
-    from mlflow.entities.model_registry import ModelVersion
-
+if TYPE_CHECKING:
     from c4core.net import Checkpoint
-    from c4core.registry import MLflowStore, Tracking
 
-REPORT_DIR = "report"
-"""Artifact folder (on the league run and the champion's source run) that holds the report."""
-REPORT_TAG = "c4.report"
-"""League-run tag: the artifact path of the live report."""
-VERSION_TAG = "report"
-"""Model-version tag: the artifact URI of the report attached to the champion."""
 FIGURES = ("ladder", "matrix", "game", "training", "suite")
 """The report's figures, in page order; ``suite`` only when suite metrics exist."""
 SAMPLE_OPPONENT = "tactical"
@@ -82,8 +76,8 @@ class LeagueData:
     """Per generation, ``suite/*`` metrics of its snapshot, where there are any."""
     source: str = ""
     """Where the data came from (a folder, or a tracking URI), for the page footer."""
-    store: Any = None
-    """The store, to load the champion's snapshot for the sample game."""
+    store: LeagueStore | None = None
+    """The league's store, to load the champion's snapshot for the sample game; None for no game."""
 
     def snapshot(self, generation: int) -> Checkpoint | None:
         return self.store.snapshot(generation) if self.store is not None else None
@@ -105,70 +99,6 @@ def read_local(store: LocalStore, config: LeagueConfig | None = None) -> LeagueD
     return LeagueData(config.name, config, store.results(), metrics, suite, str(store.root), store)
 
 
-def read_mlflow(store: MLflowStore) -> LeagueData:
-    """A league kept in MLflow: match records from the match runs, metrics from the generation runs."""
-    metrics: dict[int, list[dict[str, float]]] = {}
-    suite: dict[int, dict[str, float]] = {}
-    client = store.client
-    for g in _generations(store):
-        run = store.generation_run(g)
-        assert run is not None
-        keys = [k for k in run.data.metrics if _plotted(k)]
-        steps: dict[int, dict[str, float]] = {}
-        for key in sorted(keys):
-            for m in client.get_metric_history(run.info.run_id, key):
-                steps.setdefault(m.step, {})[key] = m.value
-        metrics[g] = [steps[s] for s in sorted(steps)]
-        found = {k: v for k, v in run.data.metrics.items() if k.startswith("suite/")}
-        if found:
-            suite[g] = found
-    source = f"{store.tracking.tracking_uri}, experiment {store.tracking.experiment}"
-    return LeagueData(store.config.name, store.config, store.results(), metrics, suite, source, store)
-
-
-def open_mlflow_league(tracking: Tracking, league: str, config_hash: str | None = None) -> MLflowStore:
-    """The store of a league in MLflow, found by name alone (the newest config, unless one is given).
-
-    The config comes from a finished snapshot's checkpoint, so nothing but MLflow is needed.
-    Raises `ValueError` when there is no such league or it has no finished generation yet.
-    """
-    from mlflow.entities import ViewType
-
-    from c4core.net import Checkpoint
-    from c4core.registry import COMPLETE, KIND, MLflowStore
-
-    for what, value in (("league", league), ("config hash", config_hash or "x")):
-        if not value or not all(ch.isalnum() or ch in "-_." for ch in value):
-            raise ValueError(f"{what} {value!r} must be letters, digits, '-', '_' or '.'")
-    client = tracking.client()
-    exp = client.get_experiment_by_name(tracking.experiment)
-    if exp is None:
-        raise ValueError(f"no experiment {tracking.experiment!r} at {tracking.tracking_uri}")
-    flt = f"tags.`{KIND}` = 'league' and tags.league = '{league}'"
-    if config_hash:
-        flt += f" and tags.config_hash = '{config_hash}'"
-    runs = client.search_runs(
-        [exp.experiment_id], flt, ViewType.ACTIVE_ONLY, max_results=1, order_by=["attributes.start_time DESC"]
-    )
-    if not runs:
-        raise ValueError(f"no league {league!r} in {tracking.tracking_uri}")
-    chash = runs[0].data.tags["config_hash"]
-    flt = (
-        f"tags.`{KIND}` = 'generation' and tags.league = '{league}' and tags.config_hash = '{chash}' "
-        f"and tags.`{COMPLETE}` = 'true'"
-    )
-    gens = client.search_runs([exp.experiment_id], flt, ViewType.ACTIVE_ONLY, max_results=1)
-    if not gens:
-        raise ValueError(f"league {league!r} has no finished generation yet")
-    g = int(gens[0].data.tags["generation"])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = client.download_artifacts(gens[0].info.run_id, f"checkpoint/{snapshot_name(g)}.pt", tmp)
-        config = LeagueConfig.from_dict(Checkpoint.load(path).train_config)
-    if config.training_hash() != chash:
-        raise ValueError(f"league {league!r}: the snapshot's config does not hash to {chash}")
-    return MLflowStore(tracking, config)
-
-
 def _config_of(store: LocalStore) -> LeagueConfig:
     snap = store.snapshot(1)
     if snap is None:
@@ -180,21 +110,17 @@ def _config_of(store: LocalStore) -> LeagueConfig:
         return config
 
 
-def _generations(store: Any) -> list[int]:
-    """The finished generations, 1, 2, ... up to the first missing one (generations run in order)."""
-
-    def finished(g: int) -> bool:
-        if isinstance(store, LocalStore):  # no need to load the checkpoint to know it is there
-            return (store.root / f"{snapshot_name(g)}.pt").is_file()
-        return store.generation_run(g) is not None
-
+def _generations(store: LocalStore) -> list[int]:
+    """The finished generations, 1, 2, ... up to the first missing one (generations run in order).
+    A snapshot file is there or not: no need to load it."""
     gens: list[int] = []
-    while finished(len(gens) + 1):
+    while (store.root / f"{snapshot_name(len(gens) + 1)}.pt").is_file():
         gens.append(len(gens) + 1)
     return gens
 
 
-def _plotted(key: str) -> bool:
+def is_plotted(key: str) -> bool:
+    """Whether the training curves draw metric `key` (a reader need fetch only these histories)."""
     return key in ("losses/policy", "losses/value", "losses/entropy") or (
         key.startswith("vs/") and key.endswith("/win")
     )
@@ -256,10 +182,15 @@ class LeagueReport:
     splits: list[SplitRow]
     sample: SampleGame | None
 
+    @property
+    def vs_tactical(self) -> WDL | None:
+        """The champion's results against ``tactical``, or None if they never met."""
+        return head_to_head(self.data.results, self.champion, SAMPLE_OPPONENT)
+
     def to_json(self) -> dict[str, Any]:
         """The report's numbers (what ``report.json`` holds)."""
         fit = self.fit
-        vs_tac = next((s for s in self.splits if s.opponent == SAMPLE_OPPONENT), None)
+        vs_tac = self.vs_tactical
         return {
             "league": self.data.name,
             "config_hash": self.data.config.training_hash(),
@@ -284,7 +215,7 @@ class LeagueReport:
                 s.opponent: {"first": _wdl(s.first), "second": _wdl(s.second), "total": _wdl(s.total)}
                 for s in self.splits
             },
-            "champion_vs_tactical_score": vs_tac.total.score if vs_tac else None,
+            "champion_vs_tactical_score": vs_tac.score if vs_tac is not None else None,
             "sample_game": None
             if self.sample is None
             else {
@@ -303,15 +234,11 @@ def _wdl(w: WDL) -> dict[str, int]:
     return {"win": w.win, "draw": w.draw, "loss": w.loss}
 
 
-def _gen_of(member: str) -> int:
-    return int(member[3:]) if member.startswith("gen") and member[3:].isdigit() else 0
-
-
 def order_members(names: Iterable[str]) -> list[str]:
     """Bots first (in `BOT_NAMES` order), then snapshots by generation, then anything else by name."""
     names = set(names)
     bots = [b for b in BOT_NAMES if b in names]
-    snaps = sorted((n for n in names if _gen_of(n)), key=_gen_of)
+    snaps = sorted((n for n in names if generation_of(n) is not None), key=generation_of)
     rest = sorted(names - set(bots) - set(snaps))
     return bots + snaps + rest
 
@@ -319,10 +246,14 @@ def order_members(names: Iterable[str]) -> list[str]:
 def ladder_history(results: Sequence[MatchResult]) -> dict[int, EloFit]:
     """Per generation ``g``, Elo refit on the matches whose snapshots are all ``gen<g>`` or older:
     the ladder as it stood after generation ``g``, from the match records alone."""
-    last = max((_gen_of(n) for r in results for n in (r.a, r.b)), default=0)
+
+    def newest(r: MatchResult) -> int:  # the later snapshot of a match; 0 between bots
+        return max(generation_of(r.a) or 0, generation_of(r.b) or 0)
+
+    last = max(map(newest, results), default=0)
     out: dict[int, EloFit] = {}
     for g in range(1, last + 1):
-        fit = fit_ratings([r for r in results if max(_gen_of(r.a), _gen_of(r.b)) <= g])
+        fit = fit_ratings([r for r in results if newest(r) <= g])
         if fit is not None and snapshot_name(g) in fit.ratings:
             out[g] = fit
     return out
@@ -355,30 +286,24 @@ def first_second(results: Sequence[MatchResult], member: str, order: Sequence[st
         if r.a == member:
             rows[r.b] = SplitRow(r.b, r.a_first, r.b_first)
         elif r.b == member:
-            rows[r.a] = SplitRow(r.a, _flip(r.b_first), _flip(r.a_first))
+            rows[r.a] = SplitRow(r.a, r.b_first.flipped(), r.a_first.flipped())
     return [rows[m] for m in order if m in rows]
-
-
-def _flip(w: WDL) -> WDL:
-    return WDL(w.loss, w.draw, w.win)
 
 
 def winning_runs(stones: int, g: Geometry) -> list[tuple[int, ...]]:
     """Every run of `g.connect` stones in a bitboard, as bit indices (see `c4core.game`'s layout).
 
-    The same shifted-AND as `c4core.game.has_won`, keeping where each run starts: bit ``b`` of
-    the AND along direction ``d`` means stones at ``b, b+d, ..., b+(k-1)d``.
+    A run is `g.connect` of the stones, one step of a `Geometry.directions` apart, that on their
+    own pass `c4core.game.has_won`: the rule of what wins lives there, not here.
     """
+    bits = [b for b in range(g.height * g.cols) if stones >> b & 1]
     runs = []
     for d in g.directions:
-        start = stones
-        for i in range(1, g.connect):
-            start &= stones >> (i * d)
-        while start:
-            low = start & -start
-            b = low.bit_length() - 1
-            runs.append(tuple(b + i * d for i in range(g.connect)))
-            start ^= low
+        for b in bits:
+            run = tuple(b + i * d for i in range(g.connect))
+            only = sum(1 << i for i in run)
+            if only & stones == only and has_won(only, g):
+                runs.append(run)
     return runs
 
 
@@ -431,7 +356,8 @@ def compute(data: LeagueData, seed: int = 0) -> LeagueReport:
     scores, games = score_matrix(data.results, members)
     splits = first_second(data.results, champ, members)
     sample = None
-    ckpt = data.snapshot(_gen_of(champ))
+    g = generation_of(champ)
+    ckpt = data.snapshot(g) if g is not None else None
     if ckpt is not None:
         sample = play_sample_game(ckpt, champ, seed)
     return LeagueReport(data, members, fit, history, champions, champ, scores, games, splits, sample)
@@ -450,7 +376,7 @@ def _figure(width: float, height: float) -> Any:
 def _snap_colours(members: Sequence[str]) -> dict[str, Any]:
     from matplotlib import colormaps
 
-    snaps = [m for m in members if _gen_of(m)]
+    snaps = [m for m in members if generation_of(m) is not None]
     cmap = colormaps["viridis"]
     return {m: cmap(0.85 * k / max(len(snaps) - 1, 1)) for k, m in enumerate(snaps)}
 
@@ -529,7 +455,7 @@ def draw_training(rep: LeagueReport) -> Any:
         starts.append((x0, g, len(its)))
         for i, m in enumerate(its):
             for k, v in m.items():
-                if _plotted(k):
+                if is_plotted(k):
                     series.setdefault(k, {})[x0 + i] = v
         x0 += len(its)
     panels = [
@@ -645,126 +571,56 @@ class ReportFiles:
         return [self.html, self.data, *self.images.values()]
 
 
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
-h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-.champ { background: #fff4c2; font-weight: bold; } .muted { color: #777; font-size: 0.9em; }
-img { max-width: 100%; height: auto; } .tiles { display: flex; gap: 2em; flex-wrap: wrap; }
-.tile { background: #f5f5f5; padding: 0.6em 1em; border-radius: 6px; }
-.tile b { display: block; font-size: 1.5em; }
-"""
+TEMPLATE = "report.html.j2"
+"""The page's Jinja2 template, in the package's ``templates/`` folder."""
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x))
-
-
-def _img(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
-
-
-def _wdl_cells(w: WDL) -> str:
-    return f"<td>{w.win}</td><td>{w.draw}</td><td>{w.loss}</td><td>{w.score:.3f}</td>"
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("c4core", "templates"),
+        autoescape=True,  # every name on the page is data: a league may call a member "<script>"
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env.get_template(TEMPLATE)
 
 
 def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
     """The page, with every image inlined as base64 and nothing fetched from anywhere."""
-    fit, champ, d = rep.fit, rep.champion, rep.data
+    fit, champ, config = rep.fit, rep.champion, rep.data.config
     lo, hi = fit.ci95[champ]
     last = max(rep.history, default=0)
-    vs_tac = next((s for s in rep.splits if s.opponent == SAMPLE_OPPONENT), None)
     tiles = [
-        ("champion", champ),
+        ("champion", champ, None),
         ("champion Elo", f"{fit.ratings[champ]:.1f}", f"95% CI [{lo:.1f}, {hi:.1f}]"),
     ]
+    vs_tac = rep.vs_tactical
     if vs_tac is not None:
-        t = vs_tac.total
-        tiles.append(("score vs tactical", f"{t.score:.3f}", f"W {t.win} / D {t.draw} / L {t.loss}"))
+        wdl = f"W {vs_tac.win} / D {vs_tac.draw} / L {vs_tac.loss}"
+        tiles.append(("score vs tactical", f"{vs_tac.score:.3f}", wdl))
     tiles.append(
-        ("generations", f"{last} of {d.config.generations}", f"{d.config.match_games} games per pairing")
+        ("generations", f"{last} of {config.generations}", f"{config.match_games} games per pairing")
     )
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>League {_e(d.name)}: report</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>League <code>{_e(d.name)}</code></h1>",
-        f'<p class="muted">profile {_e(d.config.profile)}, config {_e(d.config.training_hash())}, net '
-        f"{d.config.net.blocks}x{d.config.net.channels}, {d.config.ppo.iterations} iterations x "
-        f"{d.config.ppo.games} games per generation. Source: {_e(d.source)}.</p>",
-        '<div class="tiles">',
+    matrix = [
+        (m, [None if math.isnan(v) else v for v in row])
+        for m, row in zip(rep.members, rep.scores.tolist(), strict=True)
     ]
-    for label, value, *note in tiles:
-        small = f'<span class="muted">{_e(note[0])}</span>' if note else ""
-        out.append(
-            f'<div class="tile">{_e(label)}<b id="tile-{label.replace(" ", "-")}">{_e(value)}</b>'
-            f"{small}</div>"
-        )
-    out.append("</div>")
-
-    out += ["<h2>Elo ladder</h2>", _img(images["ladder"], "Elo ladder over generations")]
-    out.append(
-        '<table id="ladder"><tr><th>member</th><th>Elo</th><th>95% lo</th><th>95% hi</th><th>games</th></tr>'
+    return _template().render(
+        rep=rep,
+        data=rep.data,
+        config=config,
+        config_hash=config.training_hash(),
+        tiles=tiles,
+        ladder=fit.ladder(),
+        matrix=matrix,
+        images={name: base64.b64encode(path.read_bytes()).decode("ascii") for name, path in images.items()},
+        sample_opponent=SAMPLE_OPPONENT,
+        last=last,
+        drawn=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    for name, r, rlo, rhi in fit.ladder():
-        cls = ' class="champ"' if name == champ else ""
-        out.append(
-            f"<tr{cls}><td>{_e(name)}</td><td>{r:.1f}</td><td>{rlo:.1f}</td><td>{rhi:.1f}</td>"
-            f"<td>{fit.games[name]}</td></tr>"
-        )
-    out.append("</table>")
-    out.append(
-        '<p class="muted">Joint Bradley-Terry fit over every match record, random pinned at 0; the plot '
-        "refits on the matches played up to each generation. Stars mark the champion after each "
-        "generation.</p>"
-    )
-
-    out += ["<h2>Score matrix</h2>", _img(images["matrix"], "score matrix, row against column")]
-    out.append('<details><summary>as a table</summary><table id="matrix"><tr><th>row vs column</th>')
-    out += [f"<th>{_e(m)}</th>" for m in rep.members]
-    out.append("</tr>")
-    for i, m in enumerate(rep.members):
-        cells = "".join("<td></td>" if math.isnan(v) else f"<td>{v:.3f}</td>" for v in rep.scores[i])
-        out.append(f"<tr><td>{_e(m)}</td>{cells}</tr>")
-    out.append("</table></details>")
-
-    out.append(f"<h2>The champion ({_e(champ)}) as first and as second mover</h2>")
-    out.append(
-        '<table id="splits"><tr><th rowspan="2">opponent</th><th colspan="4">champion moves first</th>'
-        '<th colspan="4">opponent moves first</th><th colspan="4">total</th></tr><tr>'
-        + "<th>W</th><th>D</th><th>L</th><th>score</th>" * 3
-        + "</tr>"
-    )
-    for s in rep.splits:
-        out.append(
-            f"<tr><td>{_e(s.opponent)}</td>{_wdl_cells(s.first)}{_wdl_cells(s.second)}{_wdl_cells(s.total)}</tr>"
-        )
-    out.append("</table>")
-
-    if rep.sample is not None and "game" in images:
-        gm = rep.sample
-        out += [
-            f"<h2>A sample game: {_e(gm.first)} vs {_e(gm.second)}</h2>",
-            _img(images["game"], "sample game"),
-        ]
-        result = f"{gm.winner} wins" if gm.winner else "a draw"
-        out.append(
-            f'<p>Moves (columns 1-{gm.geometry.cols}): <code id="moves">{_e(gm.moves)}</code>; {_e(result)}. '
-            f'<span class="muted">The champion plays greedily; {_e(SAMPLE_OPPONENT)} draws with seed '
-            f"{gm.seed}."
-            "</span></p>"
-        )
-    out += ["<h2>Training</h2>", _img(images["training"], "training curves")]
-    if "suite" in images:
-        out += ["<h2>Solver-labelled suite</h2>", _img(images["suite"], "suite metrics over generations")]
-    when = datetime.now(UTC).isoformat(timespec="seconds")
-    out.append(f'<p class="muted">Drawn {when} after generation {last}. The numbers are in report.json.</p>')
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
 
 
 def write_report(rep: LeagueReport, out_dir: str | Path) -> ReportFiles:
@@ -789,61 +645,27 @@ def write_report(rep: LeagueReport, out_dir: str | Path) -> ReportFiles:
 
 
 def build_report(
-    source: Any,
+    source: LeagueData | LocalStore | str | Path,
     out_dir: str | Path,
     *,
-    league: str | None = None,
     config: LeagueConfig | None = None,
     seed: int = 0,
 ) -> ReportFiles:
-    """Read a league, compute its report and write it to `out_dir`. The one call for the CLI and the DAG.
+    """Compute a league's report and write it to `out_dir`. The one call for the CLI and the DAG.
 
-    `source` is any of: an `MLflowStore` (`c4core.registry`), a `LocalStore`, a league folder
-    (``runs/NAME``), or a `Tracking` with `league` naming the league (its newest config). `config`
-    is needed only for a local folder whose snapshots lack their training config; `seed` seeds the
-    opponent of the sample game.
+    `source` is the league's `LeagueData` (`c4core.registry.read_league` reads one from MLflow),
+    or, for a league kept locally, its `LocalStore` or folder (``runs/NAME``). `config` is needed
+    only for a folder whose snapshots lack their training config; `seed` seeds the opponent of
+    the sample game.
     """
     if isinstance(source, (str, Path)):
         if not Path(source).is_dir():
             raise ValueError(f"no league folder at {source}")
         source = LocalStore(source)
-    if isinstance(source, LeagueData):
-        data = source
-    elif isinstance(source, LocalStore):
-        data = read_local(source, config)
-    elif hasattr(source, "league_run_id"):  # an MLflowStore (duck-typed: mlflow loads only if used)
-        data = read_mlflow(source)
-    elif hasattr(source, "tracking_uri"):  # a Tracking
-        if not league:
-            raise ValueError("reading a league from MLflow needs its name")
-        data = read_mlflow(open_mlflow_league(source, league))
-    else:
-        raise TypeError(f"cannot read a league from {type(source).__name__}")
-    return write_report(compute(data, seed), out_dir)
-
-
-# ---- MLflow ----------------------------------------------------------------------------------------
-def log_report(store: MLflowStore, version: ModelVersion | None = None, seed: int = 0) -> ReportFiles:
-    """Build the report and log it to the league run's ``report/`` artifacts (overwriting the last
-    one, so the run always shows the latest). With `version` (the champion's), also log it to
-    that version's source run and link it from the version's tag ``report`` and its description.
-    The returned paths live in a temporary folder that is gone once this returns."""
-    client = store.client
-    with tempfile.TemporaryDirectory() as tmp:
-        files = build_report(store, Path(tmp) / REPORT_DIR, seed=seed)
-        client.log_artifacts(store.league_run_id, str(files.folder), REPORT_DIR)
-        client.set_tag(store.league_run_id, REPORT_TAG, f"{REPORT_DIR}/report.html")
-        if version is not None and version.run_id:
-            client.log_artifacts(version.run_id, str(files.folder), REPORT_DIR)
-            uri = f"{client.get_run(version.run_id).info.artifact_uri}/{REPORT_DIR}/report.html"
-            client.set_model_version_tag(version.name, version.version, VERSION_TAG, uri)
-            line = f"League report: `{uri}`"
-            desc = version.description or ""
-            if line not in desc:
-                kept = [ln for ln in desc.splitlines() if not ln.startswith("League report: ")]
-                while kept and not kept[-1].strip():
-                    kept.pop()
-                client.update_model_version(
-                    version.name, version.version, "\n".join([*kept, "", line]).strip()
-                )
-    return files
+    if isinstance(source, LocalStore):
+        source = read_local(source, config)
+    if not isinstance(source, LeagueData):
+        raise TypeError(
+            f"a report is drawn from LeagueData, a LocalStore or a folder, not {type(source).__name__}"
+        )
+    return write_report(compute(source, seed), out_dir)

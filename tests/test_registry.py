@@ -30,8 +30,9 @@ from mlflow.tracking import MlflowClient
 from servers import Server, check_smoke_league_on_server, runs_of, tracking_server
 
 import c4core.league as league
+from c4core.config import profile, snapshot_name
 from c4core.elo import fit_elo
-from c4core.league import profile, snapshot_name
+from c4core.entry import registry_fetch
 from c4core.match import WDL, MatchResult
 from c4core.net import NetPlayer
 from c4core.players import make_player
@@ -145,7 +146,9 @@ def test_every_snapshot_is_a_version_with_tags_card_signature_and_example(tracke
         assert float(v.tags["elo"]) == pytest.approx(fit.ratings[member], abs=0.06)
         lo, hi = json.loads(v.tags["elo_ci95"])
         assert lo <= float(v.tags["elo"]) <= hi
-        assert 0.0 <= float(v.tags["win_vs_tactical"]) <= 1.0
+        (vs_tac,) = [r for r in tracked.store.results() if {r.a, r.b} == {member, "tactical"}]
+        won = vs_tac.total.win if vs_tac.a == member else vs_tac.total.loss  # from the member's side
+        assert float(v.tags["win_vs_tactical"]) == pytest.approx(won / vs_tac.games, abs=5e-5)
         assert member in v.description and "Elo" in v.description
         assert f"{g} PPO generation(s)" in v.description  # the card counts its own generations
         code = {f.path for f in tracked.client.list_artifacts(v.run_id, "model/code")}
@@ -236,9 +239,10 @@ def test_the_best_snapshot_is_production_and_champion(tracked: Tracked) -> None:
 def test_registry_uris_name_players(tracked: Tracked) -> None:
     uri = tracked.tracking.tracking_uri
     champ = tracked.final.champion_version
-    by_alias = make_player(f"models:/{MODEL_NAME}@champion", tracking_uri=uri)
-    by_number = make_player(f"models:/{MODEL_NAME}/{champ.version}", tracking_uri=uri)
-    by_stage = make_player(f"models:/{MODEL_NAME}/Production", tracking_uri=uri)
+    fetch = registry_fetch(uri)
+    by_alias = make_player(f"models:/{MODEL_NAME}@champion", registry=fetch)
+    by_number = make_player(f"models:/{MODEL_NAME}/{champ.version}", registry=fetch)
+    by_stage = make_player(f"models:/{MODEL_NAME}/Production", registry=fetch)
     assert isinstance(by_alias, NetPlayer) and by_alias.name == by_number.name == by_stage.name
     a, b = by_alias.net.state_dict(), by_number.net.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -266,9 +270,7 @@ def test_a_rerun_of_a_finished_league_trains_nothing_and_plays_nothing(
     points = len(client.get_metric_history(league_run.info.run_id, "elo/gen1"))
     history = champion_history(tracked.store)
 
-    start = time.perf_counter()
     again = run_league_tracked(MLflowStore(tracked.tracking, SMOKE), SMOKE)
-    assert time.perf_counter() - start < 30
     assert again.report.champion == tracked.final.report.champion
     assert again.champion_version.version == tracked.final.champion_version.version
     assert again.report.fit.ratings == pytest.approx(tracked.final.report.fit.ratings)
@@ -300,7 +302,7 @@ def test_an_unfinished_generation_run_is_abandoned_and_redone(blank_db: Path, tm
 CRASH_DRIVER = """
 import json, sys, torch
 torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a tiny net
-from c4core.league import profile
+from c4core.config import profile
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
 uri, name = sys.argv[1:3]
 config = profile("smoke", name=name, generations=3, ppo={"iterations": 6})
@@ -422,7 +424,7 @@ def test_a_league_against_a_tracking_server_with_s3_artifacts(mlflow_server: Ser
     assert sum(k.endswith("checkpoint/gen1.pt") for k in keys) == 1
     assert sum(k.endswith("model/MLmodel") for k in keys) == 2
     assert any(k.endswith("champion_history.json") for k in keys)
-    player = make_player(f"models:/{MODEL_NAME}@champion", tracking_uri=mlflow_server.url)
+    player = make_player(f"models:/{MODEL_NAME}@champion", registry=registry_fetch(mlflow_server.url))
     assert player.name == f"{MODEL_NAME}/{champ.version}"
 
     # and a rerun against the server reuses everything

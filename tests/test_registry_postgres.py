@@ -27,7 +27,7 @@ import pytest
 import torch
 from servers import Server, check_smoke_league_on_server, free_port, runs_of, tracking_server
 
-from c4core.league import profile
+from c4core.config import profile
 from c4core.registry import (
     CHAMPION_ALIAS,
     MODEL_NAME,

@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 import c4core.league as league
 from c4core import steps
 from c4core.cli import main
-from c4core.league import profile, snapshot_name
+from c4core.config import profile, snapshot_name
 from c4core.net import NetPlayer
 from c4core.registry import (
     MLflowStore,
@@ -29,6 +29,7 @@ from c4core.registry import (
     find_version,
     league_versions,
     log_suite,
+    read_league,
     run_league_tracked,
 )
 from c4core.report import build_report
@@ -154,11 +155,11 @@ def test_a_crash_between_metrics_and_tags_is_finished_without_logging_twice(leag
 
 
 def test_the_report_draws_the_suite_curve(leagues: Leagues, tmp_path: Path) -> None:
-    files = build_report(MLflowStore(leagues.tracking, WITH), tmp_path / "scored")
+    files = build_report(read_league(MLflowStore(leagues.tracking, WITH)), tmp_path / "scored")
     assert "suite" in files.images and files.images["suite"].stat().st_size > 0
     assert sorted(files.report.data.suite) == list(range(1, WITH.generations + 1))
     assert "Solver-labelled suite" in files.html.read_text()
-    plain = build_report(MLflowStore(leagues.tracking, WITHOUT), tmp_path / "plain")
+    plain = build_report(read_league(MLflowStore(leagues.tracking, WITHOUT)), tmp_path / "plain")
     assert "suite" not in plain.images
 
 

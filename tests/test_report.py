@@ -23,11 +23,13 @@ import torch
 from PIL import Image
 
 from c4core import cli
+from c4core.config import profile
 from c4core.elo import fit_elo
 from c4core.game import Position
-from c4core.league import LocalStore, champion, fit_ratings, profile, run_league
+from c4core.league import LocalStore, champion, fit_ratings, run_league
 from c4core.match import WDL, MatchResult
 from c4core.report import (
+    LeagueData,
     ReportFiles,
     bit_cell,
     build_report,
@@ -278,13 +280,29 @@ def test_c4_report_errors_are_one_line(argv: list[str], words: str, tmp_path: Pa
     assert err.startswith("c4 report: error: ") and words in err and err.count("\n") == 1
 
 
+def test_names_on_the_page_are_text_never_markup(tmp_path: Path) -> None:
+    hostile = "<script>alert(1)</script>"
+    records = [*RECORDS, rec(hostile, "random", (0, 0, 5), (0, 0, 5))]
+    source = '"><img src=x onerror=alert(2)>'
+    data = LeagueData(hostile, profile("smoke", name="x"), records, {}, source=source)
+    files = build_report(data, tmp_path)  # no store: no sample game
+    page = parse(files.html)
+    assert "script" not in [t for t, _ in page.tags]
+    images = [a["src"] for t, a in page.tags if t == "img"]
+    assert len(images) == len(files.images) and all(s.startswith("data:image/png;base64,") for s in images)
+    assert hostile in [row[0] for row in page.tables["ladder"][1:]]  # shown, as text
+    text = files.html.read_text()
+    assert hostile not in text and source not in text
+    assert "<title>League &lt;script&gt;alert(1)&lt;/script&gt;: report</title>" in text
+
+
 # ---- a league in MLflow, run by a process that is gone ------------------------------------------
 DRIVER = """
 import json, sys, tempfile, warnings
 warnings.filterwarnings("error", message="the league report")  # a report that fails must fail here
 import torch
 torch.set_num_threads(1)
-from c4core.league import profile
+from c4core.config import profile
 from c4core.registry import MLflowStore, Tracking, run_generation_tracked, run_league_tracked
 uri = sys.argv[1]
 config = profile("smoke", name="rep")
@@ -301,7 +319,7 @@ print(json.dumps({"live_generations": live["generations"], "version": final.cham
 def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path, capsys) -> None:
     from mlflow.tracking import MlflowClient
 
-    from c4core.registry import MODEL_NAME, Tracking
+    from c4core.registry import MODEL_NAME, Tracking, open_league, read_league
 
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
     (tmp_path / "store").mkdir()
@@ -331,7 +349,7 @@ def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path,
     # rebuilt here, from MLflow alone
     matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'rep'")
     fit = fit_elo([json.loads(r.data.tags["c4.record"]) for r in matches])
-    files = build_report(Tracking.for_uri(uri), tmp_path / "rebuilt", league="rep")
+    files = build_report(read_league(open_league(Tracking.for_uri(uri), "rep")), tmp_path / "rebuilt")
     data = json.loads(files.data.read_text())
     assert data["ratings"] == pytest.approx(fit.ratings) and data["champion"] == champion(fit)
     assert data["champion"] == version.tags["member"]
