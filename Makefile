@@ -26,7 +26,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 venv: $(VENV)/.installed
 
 # Airflow's own log lines go to $(LEAGUE_LOG); the steps' progress lines reach the terminal through
-# file descriptor 3 (C4_PROGRESS_FD). On a failure, the failing task's part of the log is shown.
+# file descriptor 3 (C4_PROGRESS_FD). On a failure, the log of each failed task is shown.
 LEAGUE_LOG ?= $(AIRFLOW_HOME)/league.log
 league: venv
 	@mkdir -p $(AIRFLOW_HOME)
@@ -35,8 +35,10 @@ league: venv
 	@echo "league $(CONF): Airflow's log is $(LEAGUE_LOG)"
 	@$(AIRFLOW_ENV) C4_PROGRESS_FD=3 $(VENV)/bin/airflow dags test connect4_league -c '$(CONF)' \
 		3>&1 >$(LEAGUE_LOG) 2>&1 || { \
-		echo "the league failed; the failing task's log (all of it: $(LEAGUE_LOG)):"; \
-		awk '/\[DAG TEST\] starting task_id=/ { part = "" } { part = part $$0 "\n" } END { printf "%s", part }' \
+		echo "the league failed. The log of each failed task follows; Airflow's whole log is $(LEAGUE_LOG)"; \
+		awk '/\[DAG TEST\] starting task_id=/ { part = ""; failed = 0 } { part = part $$0 "\n" } \
+			/new_state=failed/ { failed = 1 } /^[A-Za-z_.]+(Error|Exception): / { error = $$0 } \
+			/\[DAG TEST\] end task/ && failed { printf "%s", part; failed = 0 } END { print "error: " error }' \
 			$(LEAGUE_LOG); exit 1; }
 	@$(AIRFLOW_ENV) $(PY) -m c4core.steps summary --spec '$(CONF)'
 

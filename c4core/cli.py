@@ -369,12 +369,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         source: Any = folder
         out = Path(args.out) if args.out else folder / "report"
     else:
-        from c4core.registry import Tracking
-        from c4core.report import open_mlflow_league
+        from c4core.registry import Tracking, open_league, read_league
 
-        source = open_mlflow_league(
-            Tracking.for_uri(tracking_uri(args.tracking_uri)), args.league, args.config_hash
-        )
+        store = open_league(Tracking.for_uri(tracking_uri(args.tracking_uri)), args.league, args.config_hash)
+        source = read_league(store)
         out = Path(args.out) if args.out else Path("runs") / args.league / "report"
     files = build_report(source, out, seed=args.seed)
     rep = files.report
