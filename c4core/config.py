@@ -224,6 +224,12 @@ class LeagueConfig:
     """Random opening plies in league matches."""
     top_snapshots: int = 3
     """How many of the best-rated snapshots the learner trains against."""
+    gating_games: int = 400
+    """Games of the gating match in which the league's champion challenges the registry-wide
+    champion of another league (colours alternated, random openings as in league matches)."""
+    gating_score: float = 0.55
+    """Score the challenger needs in the gating match to take the registry-wide title
+    (AlphaZero's gate); a draw counts half."""
     rows: int = 6
     """Board rows."""
     cols: int = 7
@@ -242,6 +248,10 @@ class LeagueConfig:
             raise ValueError("generations must be at least 1")
         if self.match_games < 2 or self.match_games % 2:
             raise ValueError("match_games must be an even number of at least 2")
+        if self.gating_games < 2 or self.gating_games % 2:
+            raise ValueError("gating_games must be an even number of at least 2")
+        if not 0.5 <= self.gating_score <= 1.0:
+            raise ValueError(f"gating_score must be within 0.5..1, got {self.gating_score}")
         if self.alphazero_from < 0:
             raise ValueError("alphazero_from must be 0 (never) or a generation number")
         if self.net.rows != self.rows or self.net.cols != self.cols:
@@ -303,7 +313,9 @@ class LeagueConfig:
         return cls(**d)
 
     def inert(self) -> frozenset[str]:
-        names = {"name", "generations", "profile", "device"}  # what a generation produces stays
+        # what a generation produces stays: its name, length, device, and how its champion
+        # challenges other leagues' are not part of it
+        names = {"name", "generations", "profile", "device", "gating_games", "gating_score"}
         if not self.alphazero_from:  # no generation uses the AlphaZero learner
             names |= {"alphazero", "alphazero_from"}
         return frozenset(names)
@@ -339,6 +351,7 @@ PROFILES: dict[str, LeagueConfig] = {
         ppo=PPOConfig(iterations=2, games=32, minibatch_size=256, update_epochs=1),
         net=NetConfig(blocks=1, channels=8, value_hidden=16),
         match_games=20,
+        gating_games=20,
     ),
     "cpu": LeagueConfig(
         profile="cpu",

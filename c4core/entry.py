@@ -74,19 +74,32 @@ def versus_line(results: Iterable[MatchResult], member: str, opponent: str = "ta
 
 
 def registry_line(store: MLflowStore, member: str) -> str | None:
-    """Where `member`'s registered version is, naming the registry-wide alias only when that
-    version holds it; None when `member` has no version."""
+    """Where `member`'s registered version is, by the league's own alias, and whether it holds
+    the registry-wide title (with its gating score, when it won one); None when `member` has
+    no version."""
     from c4core.config import generation_of
-    from c4core.registry import CHAMPION_ALIAS, current_champion, find_version
+    from c4core.registry import CHAMPION_ALIAS, current_champion, find_version, league_alias, same_version
 
     generation = generation_of(member)
     version = find_version(store, generation) if generation is not None else None
     if version is None:
         return None
+    name = version.name
+    line = f"registry: models:/{name}@{league_alias(store.config.name)} = models:/{name}/{version.version}"
     holder = current_champion(store.client, store.tracking.model_name)
-    held = holder is not None and holder.version == version.version
-    alias = f"models:/{version.name}@{CHAMPION_ALIAS} = " if held else ""
-    return f"registry: {alias}models:/{version.name}/{version.version} (stage {version.current_stage})"
+    score = version.tags.get("gating_score")
+    if holder is not None and same_version(holder, version):
+        line += f"; it holds the registry-wide title models:/{name}@{CHAMPION_ALIAS} (stage Production)"
+        if version.tags.get("gating_won") == "true":
+            line += f", won with a gating score of {score}"
+    elif holder is not None:
+        line += (
+            f"; the registry-wide title stays with models:/{name}/{holder.version} "
+            f"(league {holder.tags.get('league')!r})"
+        )
+        if version.tags.get("gating_opponent") == str(holder.version):
+            line += f": gating score {score}, {store.config.gating_score} needed"
+    return line
 
 
 def iteration_line(generation: int, iteration: int, total: int, metrics: Mapping[str, float]) -> str:

@@ -55,6 +55,7 @@ import json
 import tempfile
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -324,13 +325,39 @@ class MLflowStore:
         if any(pair_key(r.a, r.b) == key for r in self.results()):
             return
         self._abandon_incomplete("match", **{PAIR: key})
-        rec = result.to_record()
-        tags = self._key_tags() | self.extra_tags
-        tags |= {KIND: "match", PAIR: key, "a": result.a, "b": result.b, RECORD: json.dumps(rec)}
-        tags[PARENT] = self.league_run_id
+        tags = {PAIR: key}
         gens = [g for g in map(generation_of, (result.a, result.b)) if g is not None]
         if gens:
             tags["generation"] = str(max(gens))
+        self._log_match_run("match", tags, result)
+
+    def gating_record(self, challenger: str, holder: str) -> MatchResult | None:
+        """The recorded gating match of version `challenger` against version `holder`."""
+        for run in self._search("gating", challenger_version=challenger, champion_version=holder):
+            if self._complete(run):
+                return MatchResult.from_record(json.loads(run.data.tags[RECORD]))
+        return None
+
+    def record_gating(self, result: MatchResult, challenger: str, holder: str) -> None:
+        """Record a gating match (A is the challenger); recording it twice keeps one."""
+        if self.gating_record(challenger, holder) is not None:
+            return
+        key = {"challenger_version": challenger, "champion_version": holder}
+        self._abandon_incomplete("gating", **key)
+        self._log_match_run("gating", key, result)
+
+    def _log_match_run(self, kind: str, key: Mapping[str, str], result: MatchResult) -> None:
+        """One complete run holding a match: its JSON record as a tag, its numbers as metrics,
+        and the completion tag in the same batch as the numbers."""
+        rec = result.to_record()
+        tags = self._key_tags() | self.extra_tags | dict(key)
+        tags |= {
+            KIND: kind,
+            "a": result.a,
+            "b": result.b,
+            RECORD: json.dumps(rec),
+            PARENT: self.league_run_id,
+        }
         run = self.client.create_run(
             self.experiment_id, tags=tags, run_name=f"{self.config.name}/{result.a}-vs-{result.b}"
         )
@@ -409,17 +436,32 @@ def model_card(store: MLflowStore, generation: int, fit: EloFit | None, win_vs_t
     return "\n".join(lines)
 
 
+MODEL_DESCRIPTION = (
+    "Connect Four self-play league snapshots, one version per snapshot of every league.\n\n"
+    "- Alias `champion-<league>` (a `.` in the name becomes `_`): that league's best-rated "
+    "snapshot, moved after every generation.\n"
+    "- Alias `champion` (and stage Production): the registry-wide champion. A league's champion "
+    "takes it when there is none yet, when the holder comes from the same league, or by beating "
+    "the holder in a recorded gating match (400 games, colours alternated, random openings, a "
+    "score of at least 0.55, as AlphaZero gated its new networks). The versions carry the gating "
+    "result as tags (`gating_*`), and each league run's `champion_history.json` logs every "
+    "challenge, won or lost."
+)
+"""The registered model's description: what its aliases mean."""
+
+
 def _ensure_registered_model(store: MLflowStore) -> None:
+    client, name = store.client, store.tracking.model_name
     try:
-        store.client.get_registered_model(store.tracking.model_name)
+        model = client.get_registered_model(name)
     except MlflowException:
         try:
-            store.client.create_registered_model(
-                store.tracking.model_name,
-                description="Connect Four self-play league snapshots; alias `champion` is the best.",
-            )
+            client.create_registered_model(name, description=MODEL_DESCRIPTION)
+            return
         except MlflowException:  # created concurrently
-            store.client.get_registered_model(store.tracking.model_name)
+            model = client.get_registered_model(name)
+    if model.description != MODEL_DESCRIPTION:  # a registry from before the aliases were explained
+        client.update_registered_model(name, description=MODEL_DESCRIPTION)
 
 
 def register_snapshot(store: MLflowStore, generation: int, fit: EloFit | None = None) -> ModelVersion:
@@ -499,9 +541,69 @@ def current_champion(client: MlflowClient, model_name: str = MODEL_NAME) -> Mode
         return None
 
 
+def league_alias(league: str) -> str:
+    """The alias of league `league`'s own champion: ``champion-<league>``, a ``.`` in the name
+    written ``_`` (an alias holds only letters, digits, ``_`` and ``-``)."""
+    return f"{CHAMPION_ALIAS}-{league.replace('.', '_')}"
+
+
+def league_champion(store: MLflowStore) -> ModelVersion | None:
+    """The version that holds this league's alias."""
+    try:
+        return store.client.get_model_version_by_alias(
+            store.tracking.model_name, league_alias(store.config.name)
+        )
+    except MlflowException:
+        return None
+
+
+def same_version(a: ModelVersion, b: ModelVersion) -> bool:
+    """Whether two looked-up versions are one (MLflow returns the number as int or str)."""
+    return (a.name, str(a.version)) == (b.name, str(b.version))
+
+
+def _same_league(version: ModelVersion, store: MLflowStore) -> bool:
+    return (version.tags.get("league"), version.tags.get("config_hash")) == (
+        store.config.name,
+        store.config_hash,
+    )
+
+
+def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVersion) -> MatchResult | None:
+    """The gating match (played once, then read from its record) of `challenger`, this league's
+    champion, against `holder`, another league's registry-wide champion: `gating_games` games
+    from `challenger`'s side, greedy nets, colours alternated, random openings. None when the
+    two play different boards, so no match can compare them."""
+    from c4core.match import play_match
+    from c4core.net import NetPlayer
+
+    recorded = store.gating_record(str(challenger.version), str(holder.version))
+    if recorded is not None:
+        return recorded
+    mine = store.snapshot(int(challenger.tags["generation"]))
+    theirs = _download_version(store.client, holder)
+    if mine is None or mine.geometry != theirs.geometry:
+        return None
+    c = store.config
+    result = play_match(
+        NetPlayer(mine.build("cpu"), name=f"{challenger.name}/{challenger.version}"),
+        NetPlayer(theirs.build("cpu"), name=f"{holder.name}/{holder.version}"),
+        c.gating_games,
+        seed=zlib.crc32(f"gating:{challenger.version}:{holder.version}:{c.seed}".encode()),
+        opening_plies=c.opening_plies,
+        geometry=c.geometry,
+    )
+    store.record_gating(result, str(challenger.version), str(holder.version))
+    return result
+
+
 def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: int) -> ModelVersion:
-    """Make `member` the champion: stage Production (archiving the previous one), alias
-    ``champion``, and a row in the league's champion history. A no-op if it already is."""
+    """Make `member` this league's champion (alias `league_alias`), and the registry-wide
+    champion (alias ``champion``, stage Production) when there is none, when the holder is of
+    this league, or when `member` wins the gating match against the holder (`gating_match`,
+    a score of at least `gating_score`). Every title change and every gating match gets a row
+    in the league's champion history; the gating result goes into both versions' tags.
+    Returns `member`'s version. A no-op when nothing changed."""
     generation_held = generation_of(member)
     if generation_held is None:
         raise ValueError(f"only snapshots can be champion, not {member!r}")
@@ -509,33 +611,103 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
     if version is None:
         raise ValueError(f"{member} of league {store.config.name!r} is not registered")
     client, name = store.client, store.tracking.model_name
-    previous = current_champion(client, name)
-    if previous is None or previous.version != version.version or version.current_stage != "Production":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # stages are deprecated, but users serve them
-            client.transition_model_version_stage(name, version.version, "Production", True)
-        client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
-        when = _now()
-        if previous is not None and previous.version != version.version:
-            client.set_model_version_tag(name, previous.version, "champion_until", when)
-        client.set_model_version_tag(name, version.version, "champion_since", when)
-    history = champion_history(store)
-    if not history or history[-1]["version"] != int(version.version):
-        prev = int(previous.version) if previous is not None else None
-        row = {
-            "time": _now(),
-            "after_generation": generation,
-            "member": member,
-            "version": int(version.version),
-            "elo": round(fit.ratings[member], 1),
-            "previous_version": prev if prev != int(version.version) else None,
-        }
-        # the whole table rewritten at one path (MLflow's table layout): old or new, never half
-        rows = history + [row]
-        table = {"columns": list(row), "data": [[r.get(c) for c in row] for r in rows]}
-        client.log_dict(store.league_run_id, table, CHAMPION_TABLE)
+    held = league_champion(store)
+    if held is not None and not _same_league(held, store):
+        raise ValueError(
+            f"alias {league_alias(store.config.name)!r} belongs to league {held.tags.get('league')!r}: "
+            "league names that differ only in '.' and '_' share one alias; rename one"
+        )
+    if held is None or not same_version(held, version):
+        client.set_registered_model_alias(name, league_alias(store.config.name), version.version)
+    holder = current_champion(client, name)
+    gating = None
+    if holder is None or same_version(holder, version) or _same_league(holder, store):
+        takes = True
+    else:
+        gating = gating_match(store, version, holder)
+        takes = gating is not None and gating.total.score >= store.config.gating_score
+        _tag_gating(client, version, holder, gating, takes)
+    if holder is None or not same_version(holder, version):
+        # the audit row first: a rerun after a crash finds it and only finishes the move
+        _log_history(store, generation, member, version, fit, holder, takes, gating)
+    if takes:
+        _take_title(client, name, version, holder)
     client.set_tag(store.league_run_id, "champion", f"models:/{name}/{version.version} ({member})")
     return client.get_model_version(name, version.version)
+
+
+def _download_version(client: MlflowClient, version: ModelVersion) -> Checkpoint:
+    """The checkpoint of a registered version (any league's), from its source run."""
+    return _download_checkpoint(client, client.get_run(version.run_id), int(version.tags["generation"]))
+
+
+def _tag_gating(
+    client: MlflowClient,
+    challenger: ModelVersion,
+    holder: ModelVersion,
+    gating: MatchResult | None,
+    won: bool,
+) -> None:
+    score = f"{gating.total.score:.4f}" if gating is not None else "none: the two play different boards"
+    tags = {
+        challenger.version: {
+            "gating_opponent": holder.version,
+            "gating_score": score,
+            "gating_won": str(won).lower(),
+        },
+        holder.version: {
+            "gating_last_challenger": str(challenger.version),
+            "gating_last_challenger_score": score,
+        },
+    }
+    for v, kv in tags.items():
+        for k, val in kv.items():
+            client.set_model_version_tag(challenger.name, v, k, val)
+
+
+def _log_history(
+    store: MLflowStore,
+    generation: int,
+    member: str,
+    version: ModelVersion,
+    fit: EloFit,
+    holder: ModelVersion | None,
+    takes: bool,
+    gating: MatchResult | None,
+) -> None:
+    """A row in the league's champion history: `version` took the title from `holder` (with or
+    without a gating match), or challenged it and lost. The same row twice is written once."""
+    row = {
+        "time": _now(),
+        "after_generation": generation,
+        "member": member,
+        "version": int(version.version),
+        "elo": round(fit.ratings[member], 1),
+        "previous_version": int(holder.version) if holder is not None else None,
+        "title": takes,
+        "gating_score": round(gating.total.score, 4) if gating is not None else None,
+    }
+    history = champion_history(store)
+    same = ("version", "previous_version", "title")
+    if history and all(history[-1].get(k) == row[k] for k in same):
+        return
+    # the whole table rewritten at one path (MLflow's table layout): old or new, never half
+    rows = history + [row]
+    table = {"columns": list(row), "data": [[r.get(c) for c in row] for r in rows]}
+    store.client.log_dict(store.league_run_id, table, CHAMPION_TABLE)
+
+
+def _take_title(client: MlflowClient, name: str, version: ModelVersion, holder: ModelVersion | None) -> None:
+    if holder is not None and same_version(holder, version) and version.current_stage == "Production":
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # stages are deprecated, but users serve them
+        client.transition_model_version_stage(name, version.version, "Production", True)
+    client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
+    when = _now()
+    if holder is not None and not same_version(holder, version):
+        client.set_model_version_tag(name, holder.version, "champion_until", when)
+    client.set_model_version_tag(name, version.version, "champion_since", when)
 
 
 SUITE_TAGS = {
@@ -599,7 +771,8 @@ def after_generation(
     """Everything MLflow needs once a generation has played: register its snapshot, score it
     on `suite` when one is given (`log_suite`), refit Elo into every version's tags, log the
     ladder, promote the champion, mark it finalized. A finalized generation is only scored on
-    `suite` if it has not been yet."""
+    `suite` if it has not been yet. Returns the league's champion version (`promote_champion`),
+    which need not hold the registry-wide title."""
     g = report.generation
     run = store.generation_run(g)
     assert run is not None  # run_generation stored it
@@ -616,8 +789,8 @@ def after_generation(
         log_league_report(store)  # live: redrawn once per newly finalized generation
     elif suite is not None:
         _try_log_suite(store, g, suite)  # a league finalized before it had a suite: the final report shows it
-    champ = current_champion(store.client, store.tracking.model_name)
-    assert champ is not None
+    champ = league_champion(store)
+    assert champ is not None  # promote_champion set it
     return champ
 
 

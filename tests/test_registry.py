@@ -30,11 +30,13 @@ from mlflow.tracking import MlflowClient
 from servers import Server, check_smoke_league_on_server, runs_of, tracking_server
 
 import c4core.league as league
-from c4core.config import profile, snapshot_name
+import c4core.match
+from c4core.config import LeagueConfig, NetConfig, profile, snapshot_name
 from c4core.elo import fit_elo
-from c4core.entry import registry_fetch
-from c4core.match import WDL, MatchResult
-from c4core.net import NetPlayer
+from c4core.entry import registry_fetch, registry_line
+from c4core.game import STANDARD
+from c4core.match import WDL, MatchResult, play_match
+from c4core.net import NetPlayer, PolicyValueNet
 from c4core.players import make_player
 from c4core.registry import (
     CHAMPION_ALIAS,
@@ -44,12 +46,14 @@ from c4core.registry import (
     Tracking,
     champion_history,
     find_version,
+    league_alias,
     league_versions,
     pair_key,
     register_snapshot,
     resolve_version,
     run_generation_tracked,
     run_league_tracked,
+    same_version,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -252,6 +256,106 @@ def test_registry_uris_name_players(tracked: Tracked) -> None:
             resolve_version(client, bad)
     with pytest.raises(ValueError, match="tracking URI"):
         make_player(f"models:/{MODEL_NAME}@champion")
+
+
+# ---- champion and challenger across leagues -------------------------------------------------------
+RIGGED_NET = {"blocks": 0, "channels": 8, "value_hidden": 16}
+
+
+def tactical_net() -> PolicyValueNet:
+    """A hand-set net that plays like the tactical bot: a winning move if it has one, else a
+    block, else the most central column (the input planes already hold both sides' threats)."""
+    net = PolicyValueNet(NetConfig(**RIGGED_NET))
+    g = STANDARD
+    with torch.no_grad():
+        for p in net.parameters():
+            p.zero_()
+        # stem (planes: mine, theirs, landing cells, my threats, their threats, ones), centre taps
+        net.stem.weight[0, 2, 1, 1] = net.stem.weight[0, 3, 1, 1] = 1.0  # I win by landing here
+        net.stem.weight[1, 2, 1, 1] = net.stem.weight[1, 4, 1, 1] = 1.0  # they would: block
+        net.stem.bias[:2] = -1.0
+        net.stem.weight[2, 2, 1, 1] = 1.0  # a stone can land here
+        net.policy_conv.weight[0, :3, 0, 0] = torch.tensor([100.0, 10.0, 1.0])
+        for col in range(g.cols):  # each column's logit sums its cells
+            for row in range(g.rows):
+                net.policy_fc.weight[col, row * g.cols + col] = 1.0
+        net.policy_fc.bias[:] = torch.tensor([-abs(c - g.cols // 2) * 0.1 for c in range(g.cols)])
+    return net
+
+
+def test_the_rigged_net_beats_a_fresh_one() -> None:
+    """The premise of the gating tests below, checked: the rig is stronger."""
+    torch.manual_seed(0)
+    fresh = PolicyValueNet(NetConfig(**RIGGED_NET))
+    r = play_match(NetPlayer(tactical_net(), name="rig"), NetPlayer(fresh, name="fresh"), 20, seed=1)
+    assert r.total.score >= 0.8
+
+
+def rigged_league(
+    tracking: Tracking, name: str, strong: bool, monkeypatch: pytest.MonkeyPatch
+) -> TrackedReport:
+    """A one-generation smoke league whose training leaves a fresh net, or puts in the rig."""
+    rig = tactical_net()
+    monkeypatch.setattr(
+        league, "train_ppo", lambda net, *a, **k: net.load_state_dict(rig.state_dict()) if strong else None
+    )
+    config = rigged_config(name)
+    return run_league_tracked(MLflowStore(tracking, config), config)
+
+
+def rigged_config(name: str) -> LeagueConfig:
+    return profile("smoke", name=name, generations=1, net=RIGGED_NET)
+
+
+def test_a_weaker_league_does_not_take_the_title_and_a_stronger_one_does(
+    blank_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracking = fresh_tracking(blank_db, tmp_path)
+    client = tracking.client()
+
+    def holder() -> str:
+        return str(client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS).version)
+
+    first = rigged_league(tracking, "weak1", strong=False, monkeypatch=monkeypatch)
+    assert holder() == str(first.champion_version.version)  # no champion yet: no match
+    strong = rigged_league(tracking, "strong", strong=True, monkeypatch=monkeypatch)
+    assert holder() == str(strong.champion_version.version)  # won its gating match
+    weak = rigged_league(tracking, "weak2", strong=False, monkeypatch=monkeypatch)
+    assert holder() == str(strong.champion_version.version)  # lost its gating match
+    # each league's own champion is servable by its alias, whoever holds the title
+    for name, run in (("weak1", first), ("strong", strong), ("weak2", weak)):
+        own = client.get_model_version_by_alias(MODEL_NAME, league_alias(name))
+        assert same_version(own, run.champion_version) and own.tags["league"] == name
+    stages = {str(v.version): v.current_stage for v in client.search_model_versions(f"name = '{MODEL_NAME}'")}
+    assert [v for v, s in stages.items() if s == "Production"] == [str(strong.champion_version.version)]
+    # both gating matches recorded: a run each, the result on the versions, a history row each
+    gatings = runs_of(client, "gating", "strong") + runs_of(client, "gating", "weak2")
+    assert len(gatings) == 2 and all(r.data.tags["c4.complete"] == "true" for r in gatings)
+    won = client.get_model_version(MODEL_NAME, strong.champion_version.version).tags
+    lost = client.get_model_version(MODEL_NAME, weak.champion_version.version).tags
+    assert won["gating_won"] == "true" and float(won["gating_score"]) >= SMOKE.gating_score
+    assert lost["gating_won"] == "false" and float(lost["gating_score"]) < SMOKE.gating_score
+    assert won["gating_opponent"] == str(first.champion_version.version)
+    assert lost["gating_opponent"] == str(strong.champion_version.version)
+    (won_row,) = champion_history(MLflowStore(tracking, rigged_config("strong")))
+    weak_store = MLflowStore(tracking, rigged_config("weak2"))
+    (lost_row,) = champion_history(weak_store)
+    assert won_row["title"] is True and won_row["gating_score"] >= SMOKE.gating_score
+    assert lost_row["title"] is False and lost_row["gating_score"] < SMOKE.gating_score
+    # the summary names the league's own champion, and who holds the title
+    line = registry_line(weak_store, weak.report.champion)
+    assert line is not None
+    assert line.startswith(f"registry: models:/{MODEL_NAME}@champion-weak2 = models:/{MODEL_NAME}/")
+    assert f"title stays with models:/{MODEL_NAME}/{strong.champion_version.version}" in line
+    # a rerun plays no gating match again and writes no second row
+    monkeypatch.setattr(c4core.match, "play_match", _forbid_play)  # where gating_match finds it
+    rigged_league(tracking, "weak2", strong=False, monkeypatch=monkeypatch)
+    assert len(runs_of(client, "gating", "weak2")) == 1 and len(champion_history(weak_store)) == 1
+    assert "champion" in client.get_registered_model(MODEL_NAME).description
+
+
+def _forbid_play(*args, **kwargs):
+    raise AssertionError("a recorded gating match must not be played again")
 
 
 # ---- resume --------------------------------------------------------------------------------------
