@@ -78,6 +78,9 @@ EXPERIMENT = "connect4-league"
 MODEL_NAME = "connect4"
 CHAMPION_ALIAS = "champion"
 CHAMPION_TABLE = "champion_history.json"
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+"""The experiment's tags: its kind makes the MLflow UI open it in the model-training view, not
+the GenAI one."""
 
 # tag keys; the dotted ones need backticks in filter strings
 KIND, COMPLETE, FINALIZED, PAIR, RECORD = "c4.kind", "c4.complete", "c4.finalized", "c4.pair", "c4.record"
@@ -205,17 +208,21 @@ class MLflowStore:
     # -- set-up --
     def _experiment(self) -> str:
         exp = self.client.get_experiment_by_name(self.tracking.experiment)
-        if exp is not None:
-            return exp.experiment_id
-        try:
-            return self.client.create_experiment(
-                self.tracking.experiment, artifact_location=self.tracking.artifact_root
-            )
-        except MlflowException:  # created concurrently
-            exp = self.client.get_experiment_by_name(self.tracking.experiment)
-            if exp is None:
-                raise
-            return exp.experiment_id
+        if exp is None:
+            try:
+                return self.client.create_experiment(
+                    self.tracking.experiment,
+                    artifact_location=self.tracking.artifact_root,
+                    tags=EXPERIMENT_TAGS,
+                )
+            except MlflowException:  # created concurrently
+                exp = self.client.get_experiment_by_name(self.tracking.experiment)
+                if exp is None:
+                    raise
+        for k, v in EXPERIMENT_TAGS.items():  # an experiment from before these tags
+            if exp.tags.get(k) != v:
+                self.client.set_experiment_tag(exp.experiment_id, k, v)
+        return exp.experiment_id
 
     def _key_tags(self) -> dict[str, str]:
         return {"league": self.config.name, "config_hash": self.config_hash}
@@ -377,7 +384,12 @@ class MLflowStore:
 
     # -- league run --
     def set_league_status(self, status: str) -> None:
-        self.client.update_run(self.league_run_id, status=status)
+        """RUNNING while the league runs; a finished status also records the end time, which
+        the UI's Duration column reads."""
+        if status == "RUNNING":
+            self.client.update_run(self.league_run_id, status=status)
+        else:
+            self.client.set_terminated(self.league_run_id, status)
 
 
 # ---- registry steps ------------------------------------------------------------------------------
@@ -858,7 +870,11 @@ def log_report(store: MLflowStore, version: ModelVersion | None = None, seed: in
             client.log_artifacts(version.run_id, str(files.folder), REPORT_DIR)
             uri = f"{client.get_run(version.run_id).info.artifact_uri}/{REPORT_DIR}/report.html"
             client.set_model_version_tag(version.name, version.version, VERSION_TAG, uri)
-            line = f"League report: `{uri}`"
+            # a link into the MLflow UI (it resolves against the page showing the description, so
+            # it opens on any tracking server), and the artifact URI for tools
+            run_page = f"#/experiments/{store.experiment_id}/runs/{version.run_id}"
+            page = f"{run_page}/artifacts/{REPORT_DIR}/report.html"
+            line = f"League report: [report.html]({page}) (`{uri}`)"
             desc = version.description or ""
             if line not in desc:
                 kept = [ln for ln in desc.splitlines() if not ln.startswith("League report: ")]

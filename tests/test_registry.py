@@ -240,6 +240,17 @@ def test_the_best_snapshot_is_production_and_champion(tracked: Tracked) -> None:
         assert "champion_until" in client.get_model_version(MODEL_NAME, str(h["version"])).tags
 
 
+def test_the_ui_opens_the_experiment_for_model_training_and_shows_each_league_duration(
+    tracked: Tracked,
+) -> None:
+    client = tracked.client
+    exp = client.get_experiment(tracked.store.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    (league_run,) = runs_of(client, "league", "t")
+    assert league_run.info.status == "FINISHED"
+    assert league_run.info.end_time is not None and league_run.info.end_time >= league_run.info.start_time
+
+
 def test_registry_uris_name_players(tracked: Tracked) -> None:
     uri = tracked.tracking.tracking_uri
     champ = tracked.final.champion_version
