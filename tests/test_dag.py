@@ -555,6 +555,14 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
         links = links["extra_links"]
         assert "/runs/" in (links.get("MLflow run") or ""), links
         assert "/#/models/connect4/versions/" in (links.get("Champion") or ""), links
+        # the training task's log in the UI holds the same progress lines as `make league` prints
+        status, train_log = api.call(
+            "GET",
+            f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.train_generation/logs/1",
+        )
+        assert status == 200, train_log
+        text = json.dumps(train_log)
+        assert "gen 1 iteration 1/2: win vs random" in text and "policy loss" in text, text[-2000:]
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
