@@ -71,3 +71,12 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .airflow
+
+# the images with podman where no registry is reachable (stand-in bases from Debian packages; root)
+.PHONY: images test-pod
+images:
+	bash docker/build-local.sh
+
+# the images run: the stand-in base, the DAG's trainer pod via `podman kube play`, the MLflow image
+test-pod: venv
+	C4_REQUIRE_PODMAN=1 $(PY) -m pytest -q tests/test_pod.py

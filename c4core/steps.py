@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games")
 """The keys of a resolved spec: the DAG's params, less the executor."""
 XCOM_RETURN = "/airflow/xcom/return.json"
-"""Where a KubernetesPodOperator's sidecar reads the task's return value."""
+"""Where a KubernetesPodOperator's sidecar reads the task's return value: the one place the path is
+written (the DAG's trainer pod passes it as ``--xcom``; a test checks it against the provider's)."""
 
 
 def suite_path() -> str | None:

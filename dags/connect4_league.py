@@ -42,7 +42,20 @@ TRAINER_IMAGE = os.environ.get("C4_TRAINER_IMAGE", "connect4-trainer:0.1.0")
 NAMESPACE = os.environ.get("C4_K8S_NAMESPACE", "connect4")
 MLFLOW_SECRET = os.environ.get("C4_MLFLOW_SECRET", "connect4-mlflow")
 SECRET_KEYS = ("MLFLOW_TRACKING_URI", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MLFLOW_S3_ENDPOINT_URL")
+# the S3 keys matter only to a pod that writes artifacts to S3 itself: behind a tracking server
+# with proxied artifacts (mlflow/server.sh) the secret may leave them out
+OPTIONAL_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MLFLOW_S3_ENDPOINT_URL")
 GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}
+# the trainer pod's CPUs: requested and capped alike, and torch told as many threads (more threads
+# than the pod's CPU quota only contend for it)
+TRAINER_CPUS = 4
+# the trainer image's user (docker/trainer.Dockerfile): the pod says so, so that it runs as non-root
+# wherever policy demands it, and the XCom emptyDir is the trainer's to write (fsGroup; podman,
+# which plays this pod in tests/test_pod.py, hands an emptyDir only to the pod's runAsUser)
+TRAINER_UID = 50000
+# a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
+# ever timed on a GPU (docs/BENCHMARKS.md): a cpu-profile generation takes about a minute on 2 cores
+TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
     "league": Param(
@@ -100,14 +113,22 @@ PARAMS = {
         description_md="Games each league match plays, both colours equally: even, 2 to 10000 "
         "(empty: the profile's).",
     ),
+    # The DAG's shape depends on C4_EXECUTOR where the file is parsed, and in Airflow 3 every
+    # component parses it: the dag-processor (the shape the scheduler and the UI see) and each
+    # worker, which runs the task it finds in its own parse. So a run carries its executor in its
+    # conf and each worker checks it against its own parse (`process_params` on the worker fails
+    # the task, "is not one of"), rather than training in-process where a pod was meant, or the
+    # other way round. In kubernetes mode the param has no default, so no run can leave it out;
+    # in-process it defaults to in-process, which a kubernetes-mode worker refuses as missing.
     "executor": Param(
-        EXECUTOR,
+        **({} if EXECUTOR == "kubernetes" else {"default": EXECUTOR}),
         type="string",
         enum=[EXECUTOR],
         title="Executor",
-        description_md=f"Where `train_generation` runs. This deployment: **{EXECUTOR}**. It is chosen "
-        "where the DAG is parsed: set `C4_EXECUTOR=kubernetes` on the scheduler and dag-processor to "
-        "train on GPU pods.",
+        description_md=f"Where `train_generation` runs. This deployment: **{EXECUTOR}** (required: "
+        f'give `"executor": "{EXECUTOR}"`). It is chosen where the DAG is parsed: set '
+        "`C4_EXECUTOR=kubernetes` on the scheduler, the dag-processor and every worker to train on GPU "
+        "pods; a worker whose setting differs fails the task rather than run it the other way.",
     ),
 }
 
@@ -160,7 +181,26 @@ def train_pod(generation: int) -> Any:
     from airflow.providers.cncf.kubernetes.secret import Secret
     from kubernetes.client import models as k8s
 
+    from c4core.steps import XCOM_RETURN  # where the sidecar reads: one home, checked against the provider
+
     pick = f"generation_{generation}.pick_opponents"
+    required = [
+        Secret("env", key, MLFLOW_SECRET, key) for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS
+    ]
+    optional = [  # the provider's Secret has no `optional`: these are plain env refs
+        k8s.V1EnvVar(
+            name=key,
+            value_from=k8s.V1EnvVarSource(
+                secret_key_ref=k8s.V1SecretKeySelector(name=MLFLOW_SECRET, key=key, optional=True)
+            ),
+        )
+        for key in OPTIONAL_SECRET_KEYS
+    ]
+    plain = {
+        "MLFLOW_CONFIGURE_LOGGING": "false",
+        "PYTHONUNBUFFERED": "1",
+        "C4_TORCH_THREADS": str(TRAINER_CPUS),
+    }
     return KubernetesPodOperator(
         task_id="train_generation",
         name=f"c4-train-gen{generation}",
@@ -178,13 +218,17 @@ def train_pod(generation: int) -> Any:
             "--tag",
             "airflow.task_id={{ ti.task_id }}",
             "--xcom",
-            "/airflow/xcom/return.json",
+            XCOM_RETURN,
         ],
-        env_vars={"MLFLOW_CONFIGURE_LOGGING": "false", "PYTHONUNBUFFERED": "1"},
-        secrets=[Secret("env", key, MLFLOW_SECRET, key) for key in SECRET_KEYS],
+        env_vars=[k8s.V1EnvVar(name=k, value=v) for k, v in plain.items()] + optional,
+        secrets=required,
         container_resources=k8s.V1ResourceRequirements(
-            requests={"cpu": "4", "memory": "16Gi"},
-            limits={"nvidia.com/gpu": "1", "memory": "32Gi"},
+            requests={"cpu": str(TRAINER_CPUS), "memory": "16Gi"},
+            limits={"nvidia.com/gpu": "1", "cpu": str(TRAINER_CPUS), "memory": "32Gi"},
+        ),
+        execution_timeout=TRAIN_TIMEOUT,
+        security_context=k8s.V1PodSecurityContext(
+            run_as_user=TRAINER_UID, run_as_group=TRAINER_UID, fs_group=TRAINER_UID, run_as_non_root=True
         ),
         node_selector=GPU_NODE_SELECTOR,
         tolerations=[k8s.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],

@@ -10,6 +10,7 @@ RUN pip install -c /opt/connect4/requirements.txt mlflow boto3 \
 COPY mlflow /opt/connect4/mlflow
 RUN useradd --create-home --uid 50001 mlflow
 USER mlflow
-ENV HOST=0.0.0.0 PORT=5000 MLFLOW=mlflow
+# MLFLOW_HOME: server.sh creates it, and the default (the repo's mlruns/) is root's in the image
+ENV HOST=0.0.0.0 PORT=5000 MLFLOW=mlflow MLFLOW_HOME=/home/mlflow
 EXPOSE 5000
 CMD ["bash", "/opt/connect4/mlflow/server-postgres-s3.sh"]

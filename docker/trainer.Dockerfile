@@ -13,9 +13,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /opt/connect4
 COPY requirements.txt pyproject.toml README.md ./
-# PyPI's Linux torch wheel is the CUDA build (its CUDA runtime comes as nvidia-* wheels); the
-# lock file pins every version the league was tested with
-RUN pip install -c requirements.txt torch numpy numba scipy tqdm mlflow boto3
+# TORCH: the torch requirement. The default, PyPI's Linux wheel, is the CUDA build (its CUDA
+# runtime comes as nvidia-* wheels, several GB): what a GPU node needs. A CPU-only build names the
+# CPU wheel, e.g. --build-arg TORCH=torch==<the lock's version>+cpu with the CPU wheel index as an extra pip
+# index, or a wheel folder pip finds (docker/build-local.sh). The lock file pins every version the
+# league was tested with.
+ARG TORCH=torch
+RUN pip install -c requirements.txt "$TORCH" numpy numba scipy tqdm mlflow boto3
 COPY c4core ./c4core
 RUN pip install --no-deps . \
     && python -c "import c4core.steps, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"

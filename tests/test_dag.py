@@ -221,13 +221,50 @@ def test_train_generation_is_a_gpu_pod_with_secrets_and_an_xcom_sidecar() -> Non
         ref = env[key].value_from.secret_key_ref
         assert (ref.name, ref.key) == ("connect4-mlflow", key)
         assert env[key].value is None  # never a literal credential in the pod spec
+        # only the tracking URI must be in the secret: behind a proxied-artifact server the S3
+        # keys are unused, and a missing required key would keep the pod from starting
+        assert bool(ref.optional) == (key != "MLFLOW_TRACKING_URI"), key
+    # CPUs requested and capped alike, and torch told as many threads
+    cpus = base.resources.requests["cpu"]
+    assert base.resources.limits["cpu"] == cpus == env["C4_TORCH_THREADS"].value
+    assert op.execution_timeout is not None and op.execution_timeout.total_seconds() > 0
+    security = pod.spec.security_context
+    assert security.run_as_non_root and security.run_as_user == security.fs_group == 50000
     sidecar = next(c for c in pod.spec.containers if c.name == "airflow-xcom-sidecar")
     assert any(m.mount_path == "/airflow/xcom" for m in sidecar.volume_mounts)
     assert any(m.mount_path == "/airflow/xcom" for m in base.volume_mounts)
-    # the same module and function the in-process launcher calls
+    # one home for the result's path (c4core.steps), and it is where the provider's sidecar reads
+    from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import PodDefaults
+
     from c4core import steps
 
-    assert steps.XCOM_RETURN == "/airflow/xcom/return.json"
+    assert args[args.index("--xcom") + 1] == steps.XCOM_RETURN == f"{PodDefaults.XCOM_MOUNT_PATH}/return.json"
+
+
+def test_a_worker_whose_executor_differs_from_the_runs_fails_instead_of_training_the_other_way() -> None:
+    """Airflow 3 workers parse the DAG file again: one without C4_EXECUTOR builds the in-process
+    shape, so the run carries its executor and the worker's own params check refuses a mismatch."""
+    from airflow.sdk.definitions.param import process_params
+    from airflow.sdk.exceptions import ParamValidationError
+
+    pods, here = load_dag("kubernetes"), load_dag()
+    pod_task, local_task = (d.get_task("generation_1.train_generation") for d in (pods, here))
+    assert (
+        type(pod_task).__name__ == "KubernetesPodOperator"
+        and type(local_task).__name__ != type(pod_task).__name__
+    )
+    # a kubernetes deployment's runs must say so: the param has no default there
+    with pytest.raises(ParamValidationError, match="executor: No value passed"):
+        process_params(pods, pod_task, {}, suppress_exception=False)
+    assert process_params(pods, pod_task, {"executor": "kubernetes"}, suppress_exception=False)["executor"]
+    # a worker that parsed the other shape refuses the run, in both directions
+    with pytest.raises(ParamValidationError, match="is not one of \\['in-process'\\]"):
+        process_params(here, local_task, {"executor": "kubernetes"}, suppress_exception=False)
+    with pytest.raises(ParamValidationError, match="executor"):
+        process_params(pods, pod_task, {"executor": "in-process"}, suppress_exception=False)
+    # and an in-process deployment runs as before, with or without the field
+    for conf in ({}, {"executor": "in-process"}):
+        assert process_params(here, local_task, conf, suppress_exception=False)["executor"] == "in-process"
 
 
 def test_the_pod_entry_point_writes_its_result_where_the_sidecar_reads(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""``docker/``: what can be checked without a Docker engine (there is none where this runs).
+"""``docker/``: what can be checked without building or running anything.
 
 Every Dockerfile parses into known instructions from a pinned base image, every path it copies
 exists and survives its ``.dockerignore``, its version pins agree with ``requirements.txt``; the
 compose file parses, and everything it builds, mounts or depends on exists; the Kubernetes
-secret example holds exactly the keys the DAG's trainer pod reads.
+secret example holds exactly the keys the DAG's trainer pod reads; the local build script and
+its podman settings are sound. The images themselves are built by ``docker/build-local.sh`` and
+run by ``tests/test_pod.py`` (with podman).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import ast
 import fnmatch
 import re
 import shlex
+import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -108,7 +112,13 @@ def test_dockerfile_parses_copies_what_exists_and_pins_its_base(dockerfile: Path
         assert "COPY --chown=airflow:root dags /opt/airflow/dags" in text
         assert "plugins /opt/airflow/plugins" in text
     if dockerfile.name == "trainer.Dockerfile":
-        assert "c4core" in copied and "torch" in text and "download.pytorch.org/whl/cpu" not in text
+        assert "c4core" in copied and "download.pytorch.org/whl/cpu" not in text
+        # the torch requirement is a build argument whose default is PyPI's wheel, the CUDA
+        # build a GPU node needs; only a local build (build-local.sh) names the CPU wheel
+        assert ("ARG", "TORCH=torch") in steps
+        assert any(word == "RUN" and '"$TORCH"' in args for word, args in steps)
+        # the pod runs as the image's user (the DAG's TRAINER_UID), so the XCom volume is its own
+        assert f"--uid {dag_constant('TRAINER_UID')} connect4" in text
     if dockerfile.name == "mlflow.Dockerfile":
         cmd = ast.literal_eval(next(args for word, args in steps if word == "CMD"))
         script = cmd[-1].removeprefix("/opt/connect4/")
@@ -168,7 +178,41 @@ def dag_constant(name: str) -> object:
 def test_the_secret_example_holds_the_keys_the_trainer_pod_reads() -> None:
     secret = yaml.safe_load((DOCKER / "k8s-secret.example.yaml").read_text())
     assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "connect4-mlflow"
-    assert set(secret["stringData"]) == set(dag_constant("SECRET_KEYS"))
+    keys, optional = set(dag_constant("SECRET_KEYS")), set(dag_constant("OPTIONAL_SECRET_KEYS"))
+    assert set(secret["stringData"]) == keys
+    assert keys - optional == {"MLFLOW_TRACKING_URI"}  # the one key a pod cannot start without
     readme = (DOCKER / "README.md").read_text()
-    assert "connect4-trainer:0.1.0" in readme and "no Docker engine" in readme
+    assert "connect4-trainer:0.1.0" in readme and "**Never run:**" in readme and "STAND-IN" in readme
     assert 'C4_TRAINER_IMAGE", "connect4-trainer:0.1.0"' in (REPO / "dags" / "connect4_league.py").read_text()
+
+
+def test_the_local_build_script_parses_and_builds_the_dockerfiles_unchanged() -> None:
+    script = DOCKER / "build-local.sh"
+    assert script.stat().st_mode & 0o111, "build-local.sh is not executable"
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = script.read_text()
+    # it builds the repo's own Dockerfiles (no copies), from the base names they name, never pulling
+    assert "trainer.Dockerfile" in text and "mlflow.Dockerfile" in text and "--pull=never" in text
+    assert "docker.io/library/python:3.11-slim-bookworm" in text
+    base = {
+        args.split()[0]
+        for f in ("trainer.Dockerfile", "mlflow.Dockerfile")
+        for w, args in instructions(DOCKER / f)
+        if w == "FROM"
+    }
+    assert base == {"python:3.11-slim-bookworm"}
+    # a stand-in says so, and behaves like the image it stands in for
+    assert "connect4.stand-in" in text and "EXTERNALLY-MANAGED" in text
+    # the network it gives builds is the host's, never podman's bridge
+    assert "--network host" in text and "--network bridge" not in text
+    bad = subprocess.run(["bash", str(script), "everything"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown step everything (bases, trainer, mlflow)" in bad.stderr
+
+
+def test_the_podman_settings_pick_runc_and_ulimits_the_sandbox_allows() -> None:
+    conf = tomllib.loads((DOCKER / "containers.conf").read_text())
+    assert conf["engine"]["runtime"] == "runc"  # crun stops on this machine's hybrid cgroups
+    limits = dict(item.split("=") for item in conf["containers"]["default_ulimits"])
+    assert set(limits) == {"nofile", "nproc"}
+    assert all(int(v) <= 1024 for pair in limits.values() for v in pair.split(":"))
