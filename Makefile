@@ -15,7 +15,7 @@ AIRFLOW_ENV := AIRFLOW_HOME=$(AIRFLOW_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)
 	AIRFLOW__CORE__PLUGINS_FOLDER=$(CURDIR)/plugins AIRFLOW__CORE__LOAD_EXAMPLES=False \
 	MLFLOW_CONFIGURE_LOGGING=false MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
 
-.PHONY: venv league league-cli up test lint bench ui serve clean
+.PHONY: venv league league-cli up test test-fast lint bench ui serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -53,6 +53,11 @@ up: venv
 test: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
 	$(PY) -m pytest -q
+
+# everything but the tests marked slow (leagues, servers, browsers): a couple of minutes
+test-fast: venv
+	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
+	$(PY) -m pytest -q -m "not slow"
 
 lint: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins

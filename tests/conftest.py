@@ -113,3 +113,25 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# ---- slow tests ----------------------------------------------------------------------------------
+SLOW_FIXTURES = frozenset(
+    {
+        "tracked",  # test_registry: a smoke league on MLflow
+        "mlflow_server",  # test_registry: an `mlflow server` with S3 artifacts on moto
+        "leagues",  # test_registry_suite: leagues scored on a suite
+        "postgres",  # test_registry_postgres: a throwaway PostgreSQL cluster
+        "servers",  # test_serving: `mlflow models serve` processes
+        "browser",  # test_browser: headless Chromium
+        "league_run",  # test_dag: the smoke league through `dag.test()`
+    }
+)
+"""Fixtures that run a league or start servers: every test that uses one is marked `slow`, so
+`make test-fast` (``-m "not slow"``) leaves it out and `make test` still runs it."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -93,7 +93,11 @@ def random_legal_columns(rng: np.random.Generator, legal: np.ndarray) -> np.ndar
 # ---- rules against the reference ----------------------------------------------------------------
 @pytest.mark.parametrize(
     "geometry, games",
-    [(STANDARD, 10_000), (Geometry(4, 4, 3), 2_000), (Geometry(5, 6, 4), 2_000)],
+    [
+        pytest.param(STANDARD, 10_000, marks=pytest.mark.slow),  # about 20 s
+        (Geometry(4, 4, 3), 2_000),
+        (Geometry(5, 6, 4), 2_000),
+    ],
     ids=["6x7c4", "4x4c3", "5x6c4"],
 )
 def test_rules_agree_with_reference(geometry, games, rng):

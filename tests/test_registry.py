@@ -318,6 +318,7 @@ def rigged_config(name: str) -> LeagueConfig:
     return profile("smoke", name=name, generations=1, net=RIGGED_NET)
 
 
+@pytest.mark.slow
 def test_a_weaker_league_does_not_take_the_title_and_a_stronger_one_does(
     blank_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -395,6 +396,7 @@ def test_a_rerun_of_a_finished_league_trains_nothing_and_plays_nothing(
     assert champion_history(tracked.store) == history
 
 
+@pytest.mark.slow
 def test_an_unfinished_generation_run_is_abandoned_and_redone(blank_db: Path, tmp_path: Path) -> None:
     config = profile("smoke", name="half", generations=1)
     tracking = fresh_tracking(blank_db, tmp_path)
@@ -451,6 +453,7 @@ def contents(tracking: Tracking, name: str) -> dict[str, list]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_a_league_killed_mid_generation_resumes_to_the_same_store(blank_db: Path, tmp_path: Path) -> None:
     env = os.environ | {"MLFLOW_CONFIGURE_LOGGING": "false", "PYTHONUNBUFFERED": "1"}

@@ -316,6 +316,7 @@ print(json.dumps({"live_generations": live["generations"], "version": final.cham
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path, capsys) -> None:
     from mlflow.tracking import MlflowClient
 
