@@ -18,6 +18,12 @@ from typing import Any
 
 from c4core.game import Geometry
 
+HASHED = "hashed"
+"""Field metadata key. ``"when-changed"``: the field enters `identity` (so the training hash) only
+when it differs from its default, so adding such a field keeps every existing league's key.
+Never change the default of a field so marked: leagues that kept it would then resume records
+made under the old value."""
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -223,7 +229,13 @@ class LeagueConfig:
     opening_plies: int = 4
     """Random opening plies in league matches."""
     top_snapshots: int = 3
-    """How many of the best-rated snapshots the learner trains against."""
+    """How many snapshots the PPO learner trains against, besides both bots and itself."""
+    opponent_sampling: str = field(default="top", metadata={HASHED: "when-changed"})
+    """How the PPO learner picks those snapshots: ``"top"``, the best-rated ones (the tutorial's
+    rule); ``"pfsp"``, drawn by prioritized fictitious self-play (`pfsp_weights`), so the
+    snapshots the learner does worst against are drawn most."""
+    pfsp_prior: float = field(default=0.5, metadata={HASHED: "when-changed"})
+    """With PFSP: the score taken for a snapshot the learner has no record against."""
     gating_games: int = 400
     """Games of the gating match in which the league's champion challenges the registry-wide
     champion of another league (colours alternated, random openings as in league matches)."""
@@ -250,6 +262,10 @@ class LeagueConfig:
             raise ValueError("match_games must be an even number of at least 2")
         if self.gating_games < 2 or self.gating_games % 2:
             raise ValueError("gating_games must be an even number of at least 2")
+        if self.opponent_sampling not in ("top", "pfsp"):
+            raise ValueError(f"opponent_sampling must be 'top' or 'pfsp', got {self.opponent_sampling!r}")
+        if not 0.0 <= self.pfsp_prior <= 1.0:
+            raise ValueError(f"pfsp_prior must be within 0..1, got {self.pfsp_prior}")
         if not 0.5 <= self.gating_score <= 1.0:
             raise ValueError(f"gating_score must be within 0.5..1, got {self.gating_score}")
         if self.alphazero_from < 0:
@@ -318,6 +334,8 @@ class LeagueConfig:
         names = {"name", "generations", "profile", "device", "gating_games", "gating_score"}
         if not self.alphazero_from:  # no generation uses the AlphaZero learner
             names |= {"alphazero", "alphazero_from"}
+        if self.opponent_sampling != "pfsp":
+            names.add("pfsp_prior")
         return frozenset(names)
 
     def training_hash(self) -> str:
@@ -334,13 +352,15 @@ _LEGACY_SEARCH_KEYS = frozenset(
 
 def identity(config: Any) -> dict[str, Any]:
     """A config as a dict, less the settings its `inert()` names (those that cannot change what
-    it produces), nested configs likewise: what a hash of it must cover."""
+    it produces) and the fields marked ``HASHED: "when-changed"`` that hold their default,
+    nested configs likewise: what a hash of it must cover."""
     skip = config.inert() if hasattr(config, "inert") else frozenset()
     return {
         f.name: identity(v) if is_dataclass(v) else v
         for f in fields(config)
         if f.name not in skip
         for v in (getattr(config, f.name),)
+        if not (f.metadata.get(HASHED) == "when-changed" and v == f.default)
     }
 
 

@@ -2,8 +2,9 @@
 
 Members are the two scripted bots plus one frozen snapshot per generation (``gen1``, ``gen2``,
 ...). A generation trains the learner, continuing from the previous snapshot: PPO against the
-bots, the three highest-rated snapshots and itself, or, from generation `alphazero_from` on, the
-AlphaZero-style learner against itself with search. The new snapshot then plays every member,
+bots, three snapshots and itself (the highest-rated, or drawn by prioritized fictitious
+self-play, `pfsp_weights`), or, from generation `alphazero_from` on, the AlphaZero-style learner
+against itself with search. The new snapshot then plays every member,
 and one joint Elo fit over all recorded results rates everyone, whichever learner made it. The
 champion is the best-rated snapshot.
 
@@ -18,18 +19,19 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
 from c4core.config import BOT_NAMES, LeagueConfig, generation_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
-from c4core.match import MatchResult, play_match
+from c4core.match import MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.ppo import train as train_ppo
 
@@ -102,15 +104,45 @@ def fit_ratings(results: Iterable[MatchResult]) -> EloFit | None:
 
 
 def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int) -> list[str]:
-    """The learner's opponents for `generation`: both bots, the best snapshots so far, itself;
-    only itself when the AlphaZero-style learner trains it."""
+    """The learner's opponents for `generation`: both bots, `top_snapshots` snapshots so far
+    (the best-rated, or drawn by PFSP: `opponent_sampling`), itself; only itself when the
+    AlphaZero-style learner trains it."""
     if config.learner(generation) == "alphazero":
         return ["self"]
-    fit = fit_ratings(store.results())
+    results = store.results()
     snaps = [m for m in members(store, generation - 1) if m not in BOT_NAMES]
-    ratings = fit.ratings if fit else {}
-    best = sorted(snaps, key=lambda m: (-ratings.get(m, float("-inf")), m))[: config.top_snapshots]
-    return list(BOT_NAMES) + best + ["self"]
+    if config.opponent_sampling == "pfsp":
+        learner = snapshot_name(generation - 1)  # whose weights the learner starts from
+        scores = {}
+        for m in snaps:
+            wdl = head_to_head(results, learner, m) if m != learner else None
+            scores[m] = wdl.score if wdl is not None and wdl.games else None
+        weights = pfsp_weights(scores, config.pfsp_prior)
+        rng = np.random.default_rng(_seed(config, generation, "pfsp"))
+        picked = weighted_sample(weights, config.top_snapshots, rng)
+    else:
+        fit = fit_ratings(results)
+        ratings = fit.ratings if fit else {}
+        picked = sorted(snaps, key=lambda m: (-ratings.get(m, float("-inf")), m))[: config.top_snapshots]
+    return list(BOT_NAMES) + picked + ["self"]
+
+
+def pfsp_weights(scores: Mapping[str, float | None], prior: float) -> dict[str, float]:
+    """Prioritized fictitious self-play's weighting (Vinyals et al. 2019, AlphaStar): a member
+    the learner scores p against (wins, draws half) weighs f(p) = (1 - p)^2, so the members it
+    does worst against are drawn most, and one it always beats almost never. A member with no
+    record (None) is taken at `prior`."""
+    return {m: (1.0 - (prior if p is None else p)) ** 2 for m, p in scores.items()}
+
+
+def weighted_sample(weights: Mapping[str, float], k: int, rng: np.random.Generator) -> list[str]:
+    """`k` distinct names drawn in proportion to `weights`, without replacement (Efraimidis and
+    Spirakis 2006: the k largest keys u ** (1 / w)); names of weight 0 come last, in name order."""
+    names = sorted(weights)
+    u = rng.random(len(names))
+    keys = [float(x ** (1.0 / weights[m])) if weights[m] > 0 else 0.0 for x, m in zip(u, names, strict=True)]
+    ranked = sorted(zip(keys, names, strict=True), key=lambda kn: (-kn[0], kn[1]))
+    return [m for _, m in ranked[:k]]
 
 
 def load_member(store: LeagueStore, name: str, config: LeagueConfig, greedy: bool = True) -> Player:

@@ -215,3 +215,14 @@ def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
     recorded before the move."""
     expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
     assert {name: PROFILES[name].training_hash() for name in expected} == expected
+
+
+def test_pfsp_enters_the_hash_only_when_chosen() -> None:
+    h = SMOKE.training_hash()
+    pfsp = replace(SMOKE, opponent_sampling="pfsp")
+    assert pfsp.training_hash() != h
+    assert replace(SMOKE, pfsp_prior=0.2).training_hash() == h  # unused by the top rule
+    assert replace(pfsp, pfsp_prior=0.2).training_hash() != pfsp.training_hash()
+    for bad in (dict(opponent_sampling="best"), dict(pfsp_prior=1.5)):
+        with pytest.raises(ValueError):
+            replace(SMOKE, **bad)

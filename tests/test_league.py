@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -289,6 +290,42 @@ def test_pick_opponents_shape(rated_store: MemoryStore, top: int) -> None:
     assert len(snaps) == min(top, 5) and len(set(snaps)) == len(snaps)
     ratings = league.fit_ratings(rated_store.results()).ratings
     assert [ratings[s] for s in snaps] == sorted((ratings[s] for s in snaps), reverse=True)
+
+
+# ---- prioritized fictitious self-play ------------------------------------------------------------
+def test_pfsp_weighs_hard_members_most_and_beaten_ones_near_zero() -> None:
+    w = league.pfsp_weights({"always beaten": 1.0, "never beaten": 0.0, "even": 0.5, "unplayed": None}, 0.3)
+    assert w["always beaten"] == pytest.approx(0.0)
+    assert w["never beaten"] == max(w.values())
+    assert w["always beaten"] < w["even"] < w["never beaten"]
+    assert w["unplayed"] == pytest.approx((1 - 0.3) ** 2)  # the prior stands in for a score
+
+
+def test_weighted_sample_draws_distinct_names_in_proportion() -> None:
+    weights = {"heavy": 1.0, "light": 0.05, "zero": 0.0}
+    counts = {m: 0 for m in weights}
+    for seed in range(400):
+        (first,) = league.weighted_sample(weights, 1, np.random.default_rng(seed))
+        counts[first] += 1
+    assert counts["heavy"] > 10 * counts["light"] > 0 and counts["zero"] == 0
+    both = league.weighted_sample(weights, 3, np.random.default_rng(0))
+    assert sorted(both) == sorted(weights) and both[-1] == "zero"  # weight 0 comes last
+
+
+def test_pfsp_opponents_are_drawn_from_the_records_and_favour_the_hard_ones(rated_store: MemoryStore) -> None:
+    # gen5 (the learner of generation 6) lost every game to gen2 and won every game against gen3
+    rated_store.record_match(_result("gen5", "gen2", 0, 20))
+    rated_store.record_match(_result("gen5", "gen3", 20, 0))
+    drawn = {f"gen{g}": 0 for g in range(1, 6)}
+    for seed in range(60):
+        cfg = replace(SMOKE, opponent_sampling="pfsp", top_snapshots=1, seed=seed)
+        picked = pick_opponents(rated_store, cfg, 6)
+        assert picked[:2] == list(BOT_NAMES) and picked[-1] == "self" and len(picked) == 4
+        assert pick_opponents(rated_store, cfg, 6) == picked  # seeded: the same draw again
+        drawn[picked[2]] += 1
+    assert drawn["gen2"] > drawn["gen1"] > 0 and drawn["gen3"] == 0
+    cfg = replace(SMOKE, opponent_sampling="pfsp", top_snapshots=10)
+    assert sorted(pick_opponents(rated_store, cfg, 6)[2:-1]) == [f"gen{g}" for g in range(1, 6)]
 
 
 def test_champion_needs_a_snapshot() -> None:
