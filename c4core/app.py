@@ -4,7 +4,9 @@ One FastAPI app serves one static page (``c4core/static/``: HTML, CSS and JS, no
 resources) and a small JSON API::
 
     GET  /                 the page
-    GET  /api/champion     who plays: name, version, generation, Elo, promoted_at, source
+    GET  /api/champion     who plays: name, version, league, generation, Elo, win_vs_tactical,
+                           suite_keeps_result and suite_counted (null when not measured),
+                           promoted_at, source
     POST /api/move         {"moves": "4453"} or {"board": [[...6 rows of 7...]]}, optional
                            {"simulations": N} (0 = the raw network, up to
                            `c4core.serving.MAX_SIMULATIONS`)
@@ -94,6 +96,14 @@ class ChampionInfo:
     """League generation that produced it."""
     elo: float | None
     """Its Elo on the league ladder (random = 0)."""
+    win_vs_tactical: float | None
+    """The fraction of its league games against ``tactical`` that it won (0..1); None when it
+    never played tactical."""
+    suite_keeps_result: float | None
+    """The fraction of the test suite's positions where its raw network keeps the result (0..1);
+    None when no suite scored it."""
+    suite_counted: int | None
+    """How many suite positions that fraction counts; None when no suite scored it."""
     promoted_at: str | None
     """When it became champion (ISO 8601, UTC)."""
     source: str
@@ -110,9 +120,10 @@ def _info(version: Any, uri: str, source: str) -> ChampionInfo:
 
     def number(key: str, kind: Callable[[str], Any]) -> Any:
         try:
-            return kind(tags[key])
+            value = kind(tags[key])
         except (KeyError, ValueError):
             return None
+        return value if math.isfinite(value) else None  # "nan" (a suite that counted nothing) is no score
 
     promoted = tags.get("champion_since")
     if promoted is None and version.last_updated_timestamp:
@@ -126,6 +137,9 @@ def _info(version: Any, uri: str, source: str) -> ChampionInfo:
         league=tags.get("league"),
         generation=number("generation", int),
         elo=number("elo", float),
+        win_vs_tactical=number("win_vs_tactical", float),
+        suite_keeps_result=number("suite_keeps_result", float),
+        suite_counted=number("suite_counted", int),
         promoted_at=promoted,
         source=source,
         uri=uri,
@@ -276,6 +290,9 @@ def _server_only_info(url: str, uri: str) -> ChampionInfo:
         league=None,
         generation=None,
         elo=None,
+        win_vs_tactical=None,
+        suite_keeps_result=None,
+        suite_counted=None,
         promoted_at=None,
         source=url,
         uri=uri,

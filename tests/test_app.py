@@ -148,6 +148,44 @@ def test_the_champion_is_named_with_generation_elo_and_promotion_time(client: Te
     assert client.get("/api/health").json()["champion"] == "connect4/1"
 
 
+def test_unmeasured_strengths_are_null_not_missing(client: TestClient) -> None:
+    """This champion never met tactical and no suite scored it: the fields are there, as null."""
+    info = client.get("/api/champion").json()
+    for key in ("win_vs_tactical", "suite_keeps_result", "suite_counted"):
+        assert key in info and info[key] is None, key
+    assert move(client, {"moves": "4"})[1]["champion"]["win_vs_tactical"] is None
+
+
+def test_the_champion_carries_its_league_and_measured_strength(blank_db: Path, tmp_path: Path) -> None:
+    """League, win rate against tactical and suite score come from the version's tags, as numbers;
+    a tag changed in the registry reaches the API at the next refresh, and a suite that counted
+    nothing ("nan") is reported as not measured, never as a NaN the JSON could not hold."""
+    tracking = blank_store(blank_db, tmp_path / "measured")
+    version = publish(tracking, 6, seed=0, elo=1086.0, league="cpu1")
+    client = tracking.client()
+    tags = {"win_vs_tactical": "0.9550", "suite_keeps_result": "0.8770", "suite_counted": "120"}
+    for key, value in tags.items():
+        client.set_model_version_tag(version.name, version.version, key, value)
+    source = ChampionSource(tracking, refresh_s=60)
+    with TestClient(create_app(source)) as c:
+        info = c.get("/api/champion").json()
+        assert info["league"] == "cpu1" and info["generation"] == 6
+        assert info["elo"] == pytest.approx(1086.0)
+        assert info["win_vs_tactical"] == pytest.approx(0.955)
+        assert info["suite_keeps_result"] == pytest.approx(0.877) and info["suite_counted"] == 120
+        assert move(c, {"moves": "44"})[1]["champion"]["suite_counted"] == 120
+
+        client.set_model_version_tag(version.name, version.version, "suite_keeps_result", "nan")
+        client.set_model_version_tag(version.name, version.version, "suite_counted", "0")
+        client.set_model_version_tag(version.name, version.version, "win_vs_tactical", "n/a")
+        assert source.refresh() is False  # the same version: new tags, no reload
+        r = c.get("/api/champion")
+        assert "NaN" not in r.text
+        info = r.json()
+        assert info["suite_keeps_result"] is None and info["suite_counted"] == 0
+        assert info["win_vs_tactical"] is None and info["league"] == "cpu1"
+
+
 def test_answers_are_the_champions_and_always_legal(client: TestClient, rng, random_move_string) -> None:
     net = tiny_net(0)  # the champion's own weights, rebuilt from its seed
     for _ in range(40):

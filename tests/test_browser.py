@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 import torch
+from mlflow.entities.model_registry import ModelVersion
 from test_app import ServerThread, blank_store, publish
 
 from c4core.app import ChampionSource, create_app
@@ -45,20 +47,34 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+STRENGTH_TAGS = {"win_vs_tactical": "0.9550", "suite_keeps_result": "0.8770", "suite_counted": "120"}
+"""The measured strength the site's champion carries, as a league's tags would say it."""
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def champion(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tracking, ModelVersion]:
+    """A store whose champion, connect4/1 of league ``browser``, has an Elo, a win rate against
+    tactical and a suite score (`STRENGTH_TAGS`)."""
     from mlflow.tracking import MlflowClient
 
     blank = tmp_path_factory.mktemp("blank") / "mlflow.db"
     MlflowClient(f"sqlite:///{blank}").search_experiments()
     tracking: Tracking = blank_store(blank, tmp_path_factory.mktemp("store"))
+    version = publish(tracking, 1, seed=0, elo=312.0, league="browser")
+    for key, value in STRENGTH_TAGS.items():
+        tracking.client().set_model_version_tag(version.name, version.version, key, value)
+    return tracking, version
+
+
+@pytest.fixture(scope="module")
+def site(champion: tuple[Tracking, ModelVersion]) -> Iterator[str]:
+    tracking, _ = champion
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        publish(tracking, 1, seed=0, elo=312.0, league="browser")
         with ServerThread(create_app(ChampionSource(tracking, refresh_s=2))) as server:
             yield server.url
     finally:
@@ -220,6 +236,75 @@ def check_result(driver, moves: str, human: int) -> str:
     return "won" if winner == human else "lost"
 
 
+RESULT_WORDS = {"won": "you won", "lost": "the champion won", "draw": "a draw"}
+RESULT_VALUE = {"won": -1.0, "lost": 1.0, "draw": 0.0}  # the gauge reads the champion's value
+
+
+def check_gauge_shows(driver, result: str) -> None:
+    """The gauge agrees with the banner: it names `result` (``won`` is the human's win) and sits
+    at that end of its scale, not at the champion's last estimate."""
+    banner = driver.find_element(By.ID, "banner-text").text
+    assert banner == {"won": "You win!", "lost": "The champion wins.", "draw": "It's a draw."}[result]
+    text = driver.find_element(By.ID, "gauge-text").text
+    assert text == f"Result: {RESULT_WORDS[result]}."
+    assert "balanced" not in text and "winning" not in text
+    gauge = driver.find_element(By.ID, "gauge")
+    assert gauge.get_attribute("data-result") == result
+    assert float(gauge.get_attribute("data-value")) == RESULT_VALUE[result]
+    assert float(gauge.get_attribute("aria-valuenow")) == RESULT_VALUE[result]
+    fill = driver.execute_script("return document.getElementById('gauge-fill').style.width")
+    assert fill == {"won": "100%", "lost": "0%", "draw": "50%"}[result]
+    assert driver.find_element(By.ID, "gauge-title").text == "result"
+
+
+def rects(driver, selector: str) -> list[dict]:
+    """The bounding boxes (viewport pixels) of the elements `selector` matches."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(e => e.getBoundingClientRect().toJSON());",
+        selector,
+    )
+
+
+def page_top(driver, selector: str) -> float:
+    """Where an element's top edge lies on the page (not the viewport), in pixels."""
+    return driver.execute_script(
+        "return document.querySelector(arguments[0]).getBoundingClientRect().top + window.scrollY;", selector
+    )
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+def check_banner_covers_nothing(driver) -> None:
+    """The result banner shows, within the page's width, and its box meets neither the probability
+    bars nor any cell of the board's top row; those cells are what a click there would hit."""
+    (banner,) = rects(driver, "#banner")
+    assert banner["width"] > 0 and banner["height"] > 0, "the banner is not shown"
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    assert banner["left"] >= 0 and banner["right"] <= width
+    (probs,) = rects(driver, "#probs")
+    assert not overlap(banner, probs), f"the banner {banner} covers the probability bars {probs}"
+    for bar in rects(driver, "#probs .prob"):
+        assert not overlap(banner, bar), "the banner covers a probability bar"
+    top_row = rects(driver, '.cell[data-row="0"]')
+    assert len(top_row) == 7
+    for cell in top_row:
+        assert not overlap(banner, cell), f"the banner {banner} covers a top-row cell {cell}"
+    hits = driver.execute_script(
+        "document.getElementById('board').scrollIntoView({block: 'center'});"
+        "return [...document.querySelectorAll('.cell[data-row=\"0\"]')].map(c => {"
+        " const r = c.getBoundingClientRect();"
+        " return c.contains(document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2)); });"
+    )
+    assert hits == [True] * 7, "something lies on top of the board's top row"
+
+
 def new_game(driver, first: str) -> None:
     driver.find_element(By.CSS_SELECTOR, f'input[name="first"][value="{first}"]').click()
     driver.find_element(By.ID, "new-game").click()
@@ -253,7 +338,10 @@ def test_a_whole_game_by_clicking(site: str, browser) -> None:
     screenshot(browser, "play", docs=True)
 
     moves = play_game(browser, human=1)
-    assert check_result(browser, moves, human=1) in ("won", "lost")  # this seeded game has a winner
+    result = check_result(browser, moves, human=1)
+    assert result in ("won", "lost")  # this seeded game has a winner
+    check_gauge_shows(browser, result)
+    check_banner_covers_nothing(browser)
     screenshot(browser, "play-over", docs=True)
 
 
@@ -266,7 +354,8 @@ def test_the_champion_moves_first_and_keys_1_to_7_play(site: str, browser) -> No
     assert len(first) == 1 and board(browser).get_attribute("data-human") == "2"
     assert stone_at(browser, 5, int(first) - 1) == "p1"  # the champion's red stone, on the bottom row
     moves = play_game(browser, human=2, by_keyboard=True, seed=1)
-    check_result(browser, moves, human=2)
+    check_gauge_shows(browser, check_result(browser, moves, human=2))
+    check_banner_covers_nothing(browser)
     screenshot(browser, "play-champion-first")
 
 
@@ -359,3 +448,82 @@ def test_the_page_fits_a_phone(site: str, browser) -> None:
         screenshot(browser, "play-phone", docs=True)
     finally:
         browser.set_window_size(640, 1160)
+
+
+def test_at_the_end_the_gauge_shows_the_result_and_the_banner_covers_nothing(site: str, browser) -> None:
+    """Issue #15: the gauge said "balanced game" while the banner announced a result, and the
+    banner lay over the board's top rows and the probability bars. Now the gauge shows the result
+    the banner names, and the banner takes the status line's place: the board does not move, and
+    nothing of it is covered, on a desktop or a phone."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.get(site)
+    wait_settled(browser)
+    new_game(browser, "you")
+    wait_settled(browser)
+    board_top = page_top(browser, "#board")
+    moves = play_game(browser, human=1, seed=2)
+    result = check_result(browser, moves, human=1)
+    check_gauge_shows(browser, result)
+    assert not browser.find_element(By.ID, "status").is_displayed()  # the banner is in its place
+    assert page_top(browser, "#board") == pytest.approx(board_top, abs=1), "the banner moved the board"
+    check_banner_covers_nothing(browser)
+    browser.set_window_size(390, 844)
+    try:
+        check_banner_covers_nothing(browser)
+        check_gauge_shows(browser, result)
+        screenshot(browser, "play-over-phone")
+    finally:
+        browser.set_window_size(640, 1160)
+
+    ActionChains(browser).send_keys(Keys.ESCAPE).perform()  # tuck the banner away: the status says it
+    assert not browser.find_element(By.ID, "banner").is_displayed()
+    assert browser.find_element(By.ID, "status").text == f"Game over: {RESULT_WORDS[result]}."
+    browser.find_element(By.ID, "undo").click()  # the game is on again: so is the estimate
+    assert wait_settled(browser) == "your-turn"
+    gauge = browser.find_element(By.ID, "gauge")
+    assert gauge.get_attribute("data-result") == "" and browser.find_element(By.ID, "status").is_displayed()
+    assert not browser.find_element(By.ID, "gauge-text").text.startswith("Result:")
+    assert browser.find_element(By.ID, "gauge-title").text == "who is winning?"
+
+
+def test_the_header_names_the_league_and_its_measured_strength(site: str, champion, browser) -> None:
+    """The header says which league the champion comes from, its Elo, its win rate against
+    tactical and its suite score, from the version's tags; a number nobody measured is said to be
+    "not measured", never shown as 0 or left blank."""
+    tracking, version = champion
+    browser.get(site)
+    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "champ-tactical").text not in ("", "–"))
+
+    def text(id_: str) -> str:
+        return browser.find_element(By.ID, id_).text
+
+    assert text("champ-league") == "browser" and text("champ-gen") == "1" and text("champ-elo") == "312"
+    assert text("champ-tactical") == "95.5%"  # win_vs_tactical 0.9550
+    assert text("champ-suite") == "87.7% of 120"  # suite_keeps_result 0.8770 of suite_counted 120
+    header = browser.find_element(By.TAG_NAME, "header")
+    assert header.is_displayed() and all(x in header.text for x in ("browser", "312", "95.5%", "87.7%"))
+
+    client = tracking.client()
+
+    def api_says(measured: bool) -> None:
+        deadline = time.monotonic() + 20
+        while True:
+            info = requests.get(f"{site}/api/champion", timeout=5).json()
+            if (info["win_vs_tactical"] is not None) == measured == (info["suite_keeps_result"] is not None):
+                return
+            assert time.monotonic() < deadline, f"the app never saw the tags change: {info}"
+            time.sleep(0.2)
+
+    try:
+        for key in STRENGTH_TAGS:  # a champion that never met tactical, and no suite
+            client.delete_model_version_tag(version.name, version.version, key)
+        api_says(measured=False)
+        browser.refresh()
+        WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "champ-gen").text == "1")
+        assert text("champ-tactical") == "not measured" and text("champ-suite") == "not measured"
+        assert text("champ-league") == "browser" and text("champ-elo") == "312"
+    finally:
+        for key, value in STRENGTH_TAGS.items():
+            client.set_model_version_tag(version.name, version.version, key, value)
+        api_says(measured=True)

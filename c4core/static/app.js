@@ -164,7 +164,7 @@ function renderStatus(yourTurn) {
     retry.addEventListener("click", () => { state.error = null; askChampion(); });
     s.appendChild(retry);
   } else if (state.over) {
-    s.innerHTML = "Game over. " + (resultOf(state.over) === "draw" ? "A draw." : "");
+    s.textContent = `Game over: ${RESULT_WORDS[resultOf(state.over)]}.`;
   } else if (state.thinking) {
     s.innerHTML = `${dot(champ)}The champion (${colour(champ)}) is thinking…`;
   } else if (yourTurn) {
@@ -184,12 +184,18 @@ function renderAnswer() {
   }
   const gauge = $("gauge");
   const text = $("gauge-text");
-  // the value is for the champion (the side it moved for): +1 it wins, -1 you win
-  const v = a ? a.value : 0;
+  // the value is for the champion (the side it moved for): +1 it wins, -1 you win. Once the game
+  // is over the gauge shows the result itself, at the end of the scale, not the last estimate.
+  const result = state.over ? resultOf(state.over) : "";
+  const v = result ? RESULT_VALUE[result] : a ? a.value : 0;
   $("gauge-fill").style.width = `${((1 - v) / 2) * 100}%`;
   gauge.setAttribute("aria-valuenow", v.toFixed(2));
-  gauge.dataset.value = a ? v.toFixed(3) : "";
-  if (!a) {
+  gauge.dataset.value = result || a ? v.toFixed(3) : "";
+  gauge.dataset.result = result;
+  $("gauge-title").textContent = result ? "result" : "who is winning?";
+  if (result) {
+    text.textContent = `Result: ${RESULT_WORDS[result]}.`;
+  } else if (!a) {
     text.textContent = "The champion has not judged the game yet.";
   } else {
     const signed = (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
@@ -200,6 +206,9 @@ function renderAnswer() {
   }
 }
 
+const RESULT_WORDS = { won: "you won", lost: "the champion won", draw: "a draw" };
+const RESULT_VALUE = { won: -1, lost: 1, draw: 0 };  // for the champion, as the gauge reads
+
 function resultOf(over) {
   if (!over.winner) return "draw";
   return over.winner === state.human ? "won" : "lost";
@@ -207,6 +216,8 @@ function resultOf(over) {
 
 function renderBanner() {
   const banner = $("banner");
+  // the banner takes the status line's place (see app.css), so only one of them shows
+  $("status").hidden = !!state.over;
   if (!state.over) {
     banner.hidden = true;
     return;
@@ -218,10 +229,29 @@ function renderBanner() {
   banner.hidden = false;
 }
 
+const percent = (x) => `${(x * 100).toFixed(1)}%`;
+
+// a field of the champion's card: its text, or, with a champion but no number, plainly so
+function field(id, info, text, missing = "not measured") {
+  const dd = $(id);
+  dd.textContent = !info ? "–" : text != null ? text : missing;
+  dd.classList.toggle("unmeasured", !!info && text == null);
+  return dd;
+}
+
 function renderChampion(info) {
   $("champ-name").textContent = info ? info.name + (info.member ? ` (${info.member})` : "") : "none yet";
+  field("champ-league", info, info && info.league, "not recorded");
   $("champ-gen").textContent = info && info.generation != null ? String(info.generation) : "–";
-  $("champ-elo").textContent = info && info.elo != null ? String(Math.round(info.elo)) : "–";
+  field("champ-elo", info, info && info.elo != null ? String(Math.round(info.elo)) : null);
+  field("champ-tactical", info, info && info.win_vs_tactical != null ? percent(info.win_vs_tactical) : null);
+  const suite = field("champ-suite", info, info && info.suite_keeps_result != null ? percent(info.suite_keeps_result) : null);
+  if (info && info.suite_keeps_result != null && info.suite_counted != null) {
+    const of = document.createElement("span");
+    of.className = "of";
+    of.textContent = ` of ${info.suite_counted}`;
+    suite.appendChild(of);
+  }
   $("champ-promoted").textContent = info && info.promoted_at ? formatTime(info.promoted_at) : "–";
   $("champion").dataset.version = info ? info.name : "";
   $("champion").title = info ? `${info.uri}, moves from ${info.source}` : "";
@@ -379,8 +409,9 @@ document.addEventListener("keydown", (e) => {
     newGame();
   } else if (e.key === "u" || e.key === "U") {
     undo();
-  } else if (e.key === "Escape") {
+  } else if (e.key === "Escape" && !$("banner").hidden) {
     $("banner").hidden = true;
+    $("status").hidden = false;  // "Game over: ..." stays in its place
   }
 });
 
