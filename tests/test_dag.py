@@ -267,6 +267,7 @@ def test_a_worker_whose_executor_differs_from_the_runs_fails_instead_of_training
         assert process_params(here, local_task, conf, suppress_exception=False)["executor"] == "in-process"
 
 
+@pytest.mark.slow
 def test_the_pod_entry_point_writes_its_result_where_the_sidecar_reads(tmp_path: Path) -> None:
     spec = {"league": "pod", "profile": "smoke", "generations": 1}
     request = json.dumps({"spec": spec, "generation": 1, "opponents": ["random", "tactical", "self"]})
@@ -443,6 +444,7 @@ def test_the_links_plugin_points_at_the_run_the_version_and_the_champion(league_
 
 
 # ---- bad params ----------------------------------------------------------------------------------
+@pytest.mark.slow  # `airflow dags test` in a fresh process, twice
 @pytest.mark.parametrize(
     ("conf", "message"),
     [
