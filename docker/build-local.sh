@@ -30,7 +30,11 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$repo/docker/containers.conf}"
+CONTAINERS_CONF="${CONTAINERS_CONF:-$repo/docker/containers.conf}"
+[[ -f "$CONTAINERS_CONF" ]] || { echo "build-local.sh: no CONTAINERS_CONF file $CONTAINERS_CONF" >&2; exit 2; }
+# absolute: podman's helper processes (the build's copier) read it from another directory
+CONTAINERS_CONF="$(realpath "$CONTAINERS_CONF")"
+export CONTAINERS_CONF
 PY="${PY:-$repo/.venv/bin/python}"
 [[ -x "$PY" ]] || PY=python3
 TRAINER_IMAGE="${TRAINER_IMAGE:-connect4-trainer:0.1.0}"

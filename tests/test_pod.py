@@ -40,9 +40,9 @@ RUN_ID = "manual__podman"  # the Airflow run id the pod's tags name
 
 
 def podman_env() -> dict[str, str]:
-    return os.environ | {
-        "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(REPO / "docker/containers.conf"))
-    }
+    # absolute: podman's helper processes read the file from another directory
+    conf = Path(os.environ.get("CONTAINERS_CONF", REPO / "docker/containers.conf")).resolve()
+    return os.environ | {"CONTAINERS_CONF": str(conf)}
 
 
 def podman(
@@ -71,6 +71,31 @@ def require(*images: str) -> None:
     for image in images:
         if podman("image", "exists", image, check=False).returncode != 0:
             unavailable(f"no image {image} here: run docker/build-local.sh")
+
+
+# the digest of a c4core tree's Python files, run here and inside the trainer image
+SOURCE_DIGEST = """
+import hashlib, pathlib, sys
+root, h = pathlib.Path(sys.argv[1]), hashlib.sha256()
+for path in sorted(root.rglob("*.py")):
+    h.update(path.relative_to(root).as_posix().encode() + b"\\0" + path.read_bytes())
+print(h.hexdigest())
+"""
+
+
+def require_current_trainer() -> None:
+    """The trainer image must hold this working tree's c4core: a pod run on older code would test
+    that code instead."""
+    require(TRAINER_IMAGE)
+    here = subprocess.run(
+        ["python3", "-c", SOURCE_DIGEST, str(REPO / "c4core")], capture_output=True, text=True
+    )
+    there = podman("run", "--rm", "--network", "none", TRAINER_IMAGE, "python", "-c", SOURCE_DIGEST, "c4core")
+    assert here.returncode == 0 and len(here.stdout.strip()) == 64, here.stderr
+    if here.stdout.strip() != there.stdout.strip():
+        unavailable(
+            f"{TRAINER_IMAGE} holds an older c4core than this tree: run docker/build-local.sh trainer"
+        )
 
 
 def labels(image: str) -> dict[str, str]:
@@ -203,7 +228,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses_it(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    require(TRAINER_IMAGE, "alpine:3.24.2")
+    require_current_trainer()
+    require("alpine:3.24.2")
     from test_dag import load_dag
 
     from c4core import steps
