@@ -22,6 +22,7 @@ from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
     parse_tags,
+    quiet_mlflow,
     registry_fetch,
     registry_line,
     tracking_uri,
@@ -162,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # keep stderr to our own lines
+    quiet_mlflow()  # keep stderr to our own lines
     try:
         commands = {
             "league": cmd_league,

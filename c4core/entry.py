@@ -35,6 +35,14 @@ def tracking_uri(explicit: str | None = None) -> str:
     return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
 
 
+def quiet_mlflow() -> None:
+    """Keep MLflow from configuring logging (its INFO lines would interleave with ours, and in an
+    Airflow worker it once broke Airflow's logging) and from drawing download bars. Set before
+    mlflow is imported; a value the user set wins."""
+    os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
 def parse_tags(items: Sequence[str]) -> dict[str, str]:
     """``--tag KEY=VALUE`` arguments as a dict; a ValueError names a malformed one."""
     tags = {}

@@ -40,6 +40,7 @@ from c4core.entry import (
     iteration_line,
     match_line,
     parse_tags,
+    quiet_mlflow,
     registry_line,
     tracking_uri,
 )
@@ -63,11 +64,6 @@ def suite_path() -> str | None:
 
     path = default_suite_path()
     return str(path) if path is not None else None
-
-
-def _quiet_mlflow() -> None:
-    os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
 def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +124,7 @@ def _torch_threads() -> None:
 
 
 def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, LeagueConfig]:
-    _quiet_mlflow()
+    quiet_mlflow()
     from c4core.registry import MLflowStore, Tracking
 
     config = _config(spec, device)
