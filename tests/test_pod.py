@@ -58,10 +58,10 @@ def podman(
     return done
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str, fix: str = "apt-get install podman runc debootstrap") -> None:
     if os.environ.get("C4_REQUIRE_PODMAN"):
         pytest.fail(f"{reason}, and C4_REQUIRE_PODMAN is set")
-    pytest.skip(f"{reason} (apt-get install podman runc debootstrap; set C4_REQUIRE_PODMAN=1 to fail)")
+    pytest.skip(f"{reason} ({fix}; set C4_REQUIRE_PODMAN=1 to fail)")
 
 
 def require(*images: str) -> None:
@@ -70,7 +70,7 @@ def require(*images: str) -> None:
         unavailable("podman is not installed")
     for image in images:
         if podman("image", "exists", image, check=False).returncode != 0:
-            unavailable(f"no image {image} here: run docker/build-local.sh")
+            unavailable(f"no image {image} here", "run docker/build-local.sh")
 
 
 # the digest of a c4core tree's Python files, run here and inside the trainer image
@@ -94,7 +94,7 @@ def require_current_trainer() -> None:
     assert here.returncode == 0 and len(here.stdout.strip()) == 64, here.stderr
     if here.stdout.strip() != there.stdout.strip():
         unavailable(
-            f"{TRAINER_IMAGE} holds an older c4core than this tree: run docker/build-local.sh trainer"
+            f"{TRAINER_IMAGE} holds another c4core than this tree", "run docker/build-local.sh trainer"
         )
 
 
@@ -149,28 +149,49 @@ class PickedTI:
         return self.pushed[f"{task_ids}:{key}"]
 
 
-# Every field of the operator's pod that this test changes, and why; nothing else is touched.
+# Every field of the operator's pod that this test changes, and why; `played_pod` checks that it
+# changes these and nothing else. Paths name list items by their `name` (containers, env).
 CHANGES = {
     "spec.hostNetwork": "true: the pod reaches the tracking server on 127.0.0.1 (a cluster: a service name)",
     "spec.nodeSelector": "dropped: no GPU nodes (podman has no scheduler)",
     "spec.tolerations": "dropped: no tainted GPU nodes",
-    "base resources nvidia.com/gpu": "dropped: no GPU; the smoke profile trains on the CPU",
-    "base resources cpu": "lowered to this machine's CPUs, as podman refuses a CPU limit above them",
-    "base env C4_TORCH_THREADS": "lowered with the CPU limit, as the DAG ties the two",
-    "the Secret": "a podman secret of the same name (a JSON map of base64 values, the form of a "
-    "Kubernetes Secret's `data`), holding MLFLOW_TRACKING_URI only: the S3 keys are optional",
+    "spec.containers[base].resources.limits.nvidia.com/gpu": "dropped: no GPU; smoke trains on the CPU",
+    "spec.containers[base].resources.limits.cpu": "lowered to this machine's CPUs, as podman refuses a "
+    "CPU limit above them",
+    "spec.containers[base].resources.requests.cpu": "lowered with the limit, as the DAG ties the two",
+    "spec.containers[base].env[C4_TORCH_THREADS].value": "lowered with the limit, as the DAG ties them",
 }
+SECRET_CHANGE = (
+    "The Kubernetes Secret becomes a podman secret of a name of the test's own (through the DAG's "
+    "C4_MLFLOW_SECRET): a JSON map of base64 values, the form of a Secret's `data`, holding "
+    "MLFLOW_TRACKING_URI only, which also shows that the S3 keys are optional."
+)
+
+
+def flat(obj: Any, path: str = "") -> dict[str, Any]:
+    """A manifest as {path: leaf}; list items that have a `name` are keyed by it."""
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list):
+        items = ((o["name"] if isinstance(o, dict) and "name" in o else str(i), o) for i, o in enumerate(obj))
+        return {k: v for key, o in items for k, v in flat(o, f"{path}[{key}]").items()}
+    else:
+        return {path: obj}
+    return {k: v for key, o in items for k, v in flat(o, f"{path}.{key}" if path else key).items()}
 
 
 def played_pod(op: Any, pushed: dict[str, str]) -> dict[str, Any]:
     """The operator's own pod as a manifest: its templates rendered by the operator with a stand-in
     task instance, built by the provider (`build_pod_request_obj`, sidecar, secret refs and volumes
     included), then `CHANGES` applied."""
+    import copy
+
     from kubernetes.client import ApiClient
 
     context = {"ti": PickedTI(op.task_id, pushed), "dag": op.dag, "run_id": RUN_ID, "task": op}
     op.render_template_fields(context)
-    pod = ApiClient().sanitize_for_serialization(op.build_pod_request_obj(dry_run=True))
+    rendered = ApiClient().sanitize_for_serialization(op.build_pod_request_obj(dry_run=True))
+    pod = copy.deepcopy(rendered)
     spec = pod["spec"]
     spec["hostNetwork"] = True
     assert spec.pop("nodeSelector") == {"nvidia.com/gpu.present": "true"}
@@ -182,6 +203,15 @@ def played_pod(op: Any, pushed: dict[str, str]) -> dict[str, Any]:
     assert threads["value"] == resources["limits"]["cpu"] == resources["requests"]["cpu"]  # the DAG ties them
     cpus = str(min(int(threads["value"]), os.cpu_count() or 1))
     resources["limits"]["cpu"] = resources["requests"]["cpu"] = threads["value"] = cpus
+    # nothing but CHANGES differs from what the provider built (a CPU field only where lowered)
+    before, after = flat(rendered), flat(pod)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert all(
+        any(k == c or k.startswith(f"{c}.") or k.startswith(f"{c}[") for c in CHANGES) for k in changed
+    ), sorted(changed)
+    assert {c for c in CHANGES if "cpu" not in c and "THREADS" not in c} <= {
+        c for c in CHANGES for k in changed if k == c or k.startswith((f"{c}.", f"{c}["))
+    }
     return pod
 
 
