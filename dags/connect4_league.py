@@ -54,7 +54,8 @@ TRAINER_CPUS = 4
 # which plays this pod in tests/test_pod.py, hands an emptyDir only to the pod's runAsUser)
 TRAINER_UID = 50000
 # a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
-# ever timed on a GPU (docs/BENCHMARKS.md): a cpu-profile generation takes about a minute on 2 cores
+# ever timed on a GPU (docs/BENCHMARKS.md); the cpu profile's six generations, matches included,
+# took 382 s on 2 cores
 TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
@@ -125,10 +126,11 @@ PARAMS = {
         type="string",
         enum=[EXECUTOR],
         title="Executor",
-        description_md=f"Where `train_generation` runs. This deployment: **{EXECUTOR}** (required: "
-        f'give `"executor": "{EXECUTOR}"`). It is chosen where the DAG is parsed: set '
-        "`C4_EXECUTOR=kubernetes` on the scheduler, the dag-processor and every worker to train on GPU "
-        "pods; a worker whose setting differs fails the task rather than run it the other way.",
+        description_md=f"Where `train_generation` runs. This deployment: **{EXECUTOR}**"
+        + (' (required: give `"executor": "kubernetes"`)' if EXECUTOR == "kubernetes" else "")
+        + ". It is chosen where the DAG is parsed: set `C4_EXECUTOR=kubernetes` on the scheduler, the "
+        "dag-processor and every worker to train on GPU pods; a worker whose setting differs fails the "
+        "task rather than run it the other way.",
     ),
 }
 
