@@ -21,6 +21,10 @@ export AIRFLOW__API__PORT="${AIRFLOW_PORT:-8080}"
 export AIRFLOW__API__BASE_URL="http://127.0.0.1:$AIRFLOW__API__PORT"
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$AIRFLOW__API__PORT/execution/"
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="${AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL:-30}"
+# LocalExecutor forks [core] parallelism workers at once (Airflow's default 32, about 130 MB each):
+# one per core, unless AIRFLOW__CORE__PARALLELISM is set (the variable wins over airflow.cfg, so
+# change the count through it). The tasks are CPU-bound: more workers than cores only contend.
+export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}"
 export MLFLOW_TRACKING_URI="${MLFLOW_TRACKING_URI:-sqlite:///$repo/mlruns/mlflow.db}"
 export MLFLOW_CONFIGURE_LOGGING=false MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
 if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then

@@ -11,7 +11,13 @@ They are *global* links, computed by the API server when the page asks: each rea
 results of its own group, so a link appears as soon as the task that knows it has finished and
 stays empty before that, or on any other DAG. The MLflow UI refuses to be framed, so these are
 plain links out, to ``$C4_MLFLOW_UI_URL`` (default ``http://127.0.0.1:5000``, what ``make up``
-starts). The plugin also puts an "MLflow" entry in Airflow's navigation bar.
+starts).
+
+The plugin also puts an "MLflow" entry in the navigation bar's **Browse** menu, a plain link out
+(``<a href target=_blank>``). An external view with no ``url_route`` and none of the menu categories
+(``browse``, ``admin``, ``docs`` or ``user``) becomes a top-level icon instead, and Airflow 3.3.2's
+UI renders that icon as ``<button href=...>``, which goes nowhere when clicked; a menu entry is
+rendered as a real link. A ``url_route`` would frame the page, which the MLflow UI refuses.
 """
 
 from __future__ import annotations
@@ -100,4 +106,5 @@ class ChampionLink(BaseOperatorLink):
 class Connect4LinksPlugin(AirflowPlugin):
     name = "connect4_links"
     global_operator_extra_links = [MLflowRunLink(), ModelVersionLink(), ChampionLink()]
-    external_views = [{"name": "MLflow", "href": mlflow_ui(), "destination": "nav", "category": "connect4"}]
+    # category "browse": a link in the Browse menu (see the module docstring for why not top-level)
+    external_views = [{"name": "MLflow", "href": mlflow_ui(), "destination": "nav", "category": "browse"}]

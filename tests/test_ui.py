@@ -1,0 +1,595 @@
+"""The Airflow and MLflow UIs in a real headless Chromium, against real processes on 127.0.0.1.
+
+One ``airflow standalone`` (its own ``AIRFLOW_HOME`` in a temporary folder, SQLite, no examples,
+this repo's ``dags/`` and ``plugins/``) and one ``mlflow ui`` on an embedded SQLite store, which
+the DAG's tasks write to (``MLFLOW_TRACKING_URI``) and the links plugin points at
+(``C4_MLFLOW_UI_URL``), as ``make up`` runs them. The browser logs in with the generated admin
+password, triggers a two-generation smoke league from the trigger form and follows the links from
+Airflow to MLflow: the "MLflow" entry of the navigation bar, and the extra links of a task
+(on the task instance's Details tab). The MLflow checks read the rendered pages (the registered
+model's versions, their tags and aliases, the version and run pages) and compare them with what
+the MLflow client reads from the store.
+
+Everything waits with a deadline. Screenshots go to ``test-artifacts/`` (gitignored); with
+``C4_SCREENSHOTS=docs`` the ones the README shows are also written to ``docs/img/``. Without the
+browser these tests skip, unless ``C4_REQUIRE_BROWSER=1`` turns the skip into a failure (as in
+test_browser.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import free_port, wait_for_http
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ARTIFACTS = REPO / "test-artifacts"
+DOCS_IMG = REPO / "docs" / "img"
+DAG_ID = "connect4_league"
+LEAGUE = "ui"
+MODEL = "connect4"
+# the trigger form's fields: the DAG's params, each an input named element_<param>
+FIELDS = ("league", "profile", "generations", "iterations", "games", "match_games", "executor")
+SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
+
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    if os.environ.get("C4_REQUIRE_BROWSER") == "1":
+        raise RuntimeError("C4_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
+    pytest.skip(
+        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+# ---- the servers ---------------------------------------------------------------------------------
+@dataclass
+class Stack:
+    """A running Airflow standalone and MLflow UI, and a REST session on Airflow."""
+
+    airflow: str
+    mlflow: str
+    tracking_uri: str
+    password: str
+    token: str
+    suite: str
+    """The suite file the league scores its snapshots on, or "" for none."""
+    proc: subprocess.Popen
+    log: Path
+
+    def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        import requests
+
+        headers = {"Authorization": f"Bearer {self.token}"}
+        resp = requests.request(method, self.airflow + path, json=body, headers=headers, timeout=30)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, resp.text
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float) -> Any:
+        """Poll `check` every 2 s until it returns something truthy; fail with Airflow's log tail
+        if Airflow exits or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"airflow standalone exited waiting for {what}:\n{self.log.read_text()[-4000:]}")
+            try:
+                result = check()
+            except (OSError, ValueError, KeyError):
+                result = None
+            if result:
+                return result
+            time.sleep(2)
+        pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.log.read_text()[-4000:]}")
+
+    def runs(self) -> list[dict[str, Any]]:
+        return self.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")[1]["dag_runs"]
+
+
+def suite_file(tmp: Path) -> str:
+    """A few positions of the shared dev suite, or "" (no suite) where this checkout has none."""
+    from c4core.suite import default_suite_path
+
+    path = default_suite_path()
+    if path is None:
+        return ""
+    out = tmp / "suite.jsonl"
+    lines = Path(path).read_text().splitlines()[:SUITE_POSITIONS]
+    out.write_text("\n".join(lines) + "\n")
+    return str(out)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """TERM the process group of `proc`, KILL what is left after 30 s."""
+    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("ui")
+    home = tmp / "airflow"
+    home.mkdir()
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    port, mlflow_port = free_port(), free_port()
+    mlflow_url = f"http://127.0.0.1:{mlflow_port}"
+    suite = suite_file(tmp)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "MLFLOW_", "C4_"))}
+    base |= {
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MLFLOW_CONFIGURE_LOGGING": "false",
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+        "OMP_NUM_THREADS": "1",
+    }
+    airflow_env = base | {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "MLFLOW_TRACKING_URI": uri,
+        "C4_MLFLOW_UI_URL": mlflow_url,
+        "C4_SUITE": suite,
+        "C4_TORCH_THREADS": "1",
+    }
+    mlflow_log, log = tmp / "mlflow.log", tmp / "standalone.log"
+    with mlflow_log.open("w") as out:
+        mlflow = subprocess.Popen(
+            [str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1"]
+            + ["--port", str(mlflow_port), "--workers", "1"],
+            env=base,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+            start_new_session=True,  # its own process group: the teardown ends all of it
+        )
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "airflow"), "standalone"],
+            env=airflow_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+            start_new_session=True,
+        )
+    try:
+        wait_for_http(f"{mlflow_url}/health", mlflow, mlflow_log, "mlflow ui", 120)
+        stack = Stack(f"http://127.0.0.1:{port}", mlflow_url, uri, "", "", suite, proc, log)
+        passwords = home / "simple_auth_manager_passwords.json.generated"
+
+        def login() -> bool:
+            import requests
+
+            stack.password = json.loads(passwords.read_text())["admin"]
+            resp = requests.post(
+                stack.airflow + "/auth/token",
+                json={"username": "admin", "password": stack.password},
+                timeout=10,
+            )
+            stack.token = resp.json().get("access_token", "") if resp.ok else ""
+            return bool(stack.token)
+
+        stack.wait("the API server and a login", login, 240)
+        stack.wait("the DAG to be parsed", lambda: stack.api("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200, 180)
+        yield stack
+    finally:
+        stop(proc)
+        stop(mlflow)
+
+
+# ---- the browser ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser(stack: Stack) -> Iterator[webdriver.Chrome]:
+    """Chromium, logged in to Airflow."""
+    os.environ["SE_OFFLINE"] = "true"  # selenium-manager may never fetch a driver or a browser
+    profile = tempfile.mkdtemp(prefix="c4-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(60)
+    driver.set_window_size(1400, 1000)
+    try:
+        driver.get(stack.airflow + "/")
+        until(driver, lambda d: d.find_elements(By.NAME, "username"), "the login form")
+        driver.find_element(By.NAME, "username").send_keys("admin")
+        driver.find_element(By.NAME, "password").send_keys(stack.password)
+        driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        until(
+            driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"), "the home page"
+        )
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def until(driver: webdriver.Chrome, check: Callable[[Any], Any], what: str, timeout: float = 30) -> Any:
+    """`WebDriverWait(...).until` that names what it waited for."""
+    wait = WebDriverWait(
+        driver, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    )
+    return wait.until(check, f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def screenshot(driver: webdriver.Chrome, name: str, size: tuple[int, int] | None = None) -> Path:
+    """A PNG of the page (at `size` if given) in test-artifacts/, and in docs/img/ with
+    C4_SCREENSHOTS=docs."""
+    before = driver.get_window_size()
+    if size:
+        driver.set_window_size(*size)
+        time.sleep(1)  # a relayout
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    if os.environ.get("C4_SCREENSHOTS") == "docs":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOCS_IMG / path.name)
+    if size:
+        driver.set_window_size(before["width"], before["height"])
+    return path
+
+
+def text_of(element: WebElement) -> str:
+    """The element's text, whitespace collapsed (hidden and clipped text included)."""
+    return re.sub(r"\s+", " ", element.get_attribute("textContent") or "").strip()
+
+
+# ---- Airflow -------------------------------------------------------------------------------------
+def open_trigger_form(driver: webdriver.Chrome, stack: Stack) -> WebElement:
+    """The DAG's page, Trigger clicked: returns the dialog, once its form shows."""
+    driver.get(f"{stack.airflow}/dags/{DAG_ID}")
+    until(
+        driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]"), "the DAG page"
+    )
+    driver.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]").click()
+    until(driver, lambda d: d.find_elements(By.NAME, "element_league"), "the trigger form")
+    return driver.find_element(By.CSS_SELECTOR, ".chakra-dialog__content")
+
+
+def type_into(field: WebElement, text: str) -> None:
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.BACKSPACE)
+    field.send_keys(text)
+
+
+def choose(dialog: WebElement, param: str, option: str) -> None:
+    """Pick `option` in the select of an enum param (a combobox next to a hidden input)."""
+    hidden = dialog.find_element(By.NAME, f"element_{param}")
+    box = hidden.find_element(By.XPATH, "./ancestor::*[.//input[@type='text']][1]//input[@type='text']")
+    box.click()
+    box.send_keys(option)
+    box.send_keys(Keys.ENTER)
+    assert hidden.get_attribute("value") == option
+
+
+def test_the_mlflow_entry_in_the_navigation_bar_links_to_the_mlflow_ui(
+    browser: webdriver.Chrome, stack: Stack
+) -> None:
+    browser.get(stack.airflow + "/")
+    nav = until(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"), "the nav bar"
+    )[0]
+    # no top-level `<button href>` (what Airflow 3.3.2 makes of an external view outside a menu)
+    assert not nav.find_elements(By.CSS_SELECTOR, "button[href]")
+    nav.find_element(By.CSS_SELECTOR, "button[aria-label=Browse]").click()
+
+    def entry(d: Any) -> WebElement | None:
+        found = [a for a in d.find_elements(By.CSS_SELECTOR, "[role=menu] a") if a.text.strip() == "MLflow"]
+        return found[0] if found else None
+
+    link = until(browser, entry, "MLflow in the Browse menu", 10)
+    assert link.get_attribute("href").rstrip("/") == stack.mlflow
+    assert link.get_attribute("target") == "_blank"
+    home = browser.current_window_handle
+    before = set(browser.window_handles)
+    link.click()
+    until(browser, lambda d: len(d.window_handles) > len(before), "the MLflow tab", 10)
+    (tab,) = set(browser.window_handles) - before
+    browser.switch_to.window(tab)
+    try:
+        until(
+            browser, lambda d: d.current_url.startswith(stack.mlflow) and "MLflow" in d.title, "the MLflow UI"
+        )
+    finally:
+        browser.close()
+        browser.switch_to.window(home)
+
+
+def test_the_trigger_form_shows_every_field_and_refuses_a_bad_league_name(
+    browser: webdriver.Chrome, stack: Stack
+) -> None:
+    params = stack.api("GET", f"/api/v2/dags/{DAG_ID}/details")[1]["params"]
+    assert set(params) == set(FIELDS)
+    dialog = open_trigger_form(browser, stack)
+    for name in FIELDS:
+        assert dialog.find_elements(By.NAME, f"element_{name}"), name
+        title = params[name]["schema"]["title"]
+        labels = dialog.find_elements(
+            By.XPATH, f".//label[normalize-space(.)='{title}' or starts-with(normalize-space(.), '{title} ')]"
+        )
+        assert labels and labels[0].is_displayed(), title
+    assert (
+        dialog.find_element(By.NAME, "element_profile").get_attribute("value") == params["profile"]["value"]
+    )
+
+    # the form will not hold a generation count under the minimum: 0 becomes 1 as the field loses focus
+    generations = dialog.find_element(By.NAME, "element_generations")
+    type_into(generations, "0")
+    dialog.find_element(By.NAME, "element_league").click()
+    until(browser, lambda d: generations.get_attribute("value") == "1", "generations clamped to 1", 5)
+    type_into(generations, "")
+
+    # a league name with a space: refused with the param's name and the value, and nothing runs
+    runs = len(stack.runs())
+    type_into(dialog.find_element(By.NAME, "element_league"), "bad name")
+    dialog.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-submit]").click()
+    until(browser, lambda d: "On instance" in text_of(dialog), "the form's error", 20)
+    error = text_of(dialog)
+    assert "Invalid input for param league" in error and "'bad name'" in error, error
+    assert browser.find_elements(By.CSS_SELECTOR, ".chakra-dialog__content")  # the form stays open
+    assert len(stack.runs()) == runs
+
+
+@pytest.fixture(scope="module")
+def league(browser: webdriver.Chrome, stack: Stack) -> str:
+    """A two-generation smoke league triggered from the form (league `LEAGUE`, one iteration of 16
+    games a generation, 10 games a pairing): its run id, once the run has succeeded."""
+    dialog = open_trigger_form(browser, stack)
+    type_into(dialog.find_element(By.NAME, "element_league"), LEAGUE)
+    choose(dialog, "profile", "smoke")
+    for name, value in (("iterations", "1"), ("games", "16"), ("match_games", "10")):
+        type_into(dialog.find_element(By.NAME, f"element_{name}"), value)
+    dialog.find_element(By.TAG_NAME, "h2").click()  # a number field commits as it loses focus
+    screenshot(browser, "airflow-trigger-form", size=(1400, 1500))
+    dialog.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-submit]").click()
+    until(browser, lambda d: "/runs/" in d.current_url, "the new run's page")
+    run_id = urllib.parse.unquote(browser.current_url.split("/runs/", 1)[1].split("/")[0])
+    conf = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["conf"]
+    want = {"league": LEAGUE, "profile": "smoke", "generations": None, "iterations": 1, "games": 16}
+    assert conf == want | {"match_games": 10, "executor": "in-process"}, conf
+
+    def finished() -> str | None:
+        state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
+        return state if state in ("success", "failed") else None
+
+    assert stack.wait("the league to finish", finished, 480) == "success"
+    return run_id
+
+
+def mlflow_client(stack: Stack) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(stack.tracking_uri)
+
+
+def league_versions(stack: Stack) -> dict[int, Any]:
+    """generation -> the league's model version, read by the MLflow client."""
+    client = mlflow_client(stack)
+    versions = client.search_model_versions(f"name = '{MODEL}'")
+    return {int(v.tags["generation"]): v for v in versions if v.tags.get("league") == LEAGUE}
+
+
+def test_a_smoke_league_triggered_from_the_form_succeeds(
+    browser: webdriver.Chrome, stack: Stack, league: str
+) -> None:
+    states: dict[tuple[str, int], str] = {}
+    while True:  # pages of at most 100 (the API's cap)
+        page = f"/api/v2/dags/{DAG_ID}/dagRuns/{league}/taskInstances?limit=100&offset={len(states)}"
+        tis = stack.api("GET", page)[1]["task_instances"]
+        states |= {(t["task_id"], t["map_index"]): t["state"] for t in tis}
+        if not tis:
+            break
+    for g in (1, 2):
+        assert states[(f"generation_{g}.register_and_promote", -1)] == "success"
+    assert states[("generation_3.pick_opponents", -1)] == "success"  # decides to stop
+    assert states[("generation_3.train_generation", -1)] == "skipped"
+    assert sorted(league_versions(stack)) == [1, 2]
+
+    # the grid of the finished run, its first three groups open
+    browser.get(f"{stack.airflow}/dags/{DAG_ID}/runs/{urllib.parse.quote(league)}")
+    for g in (1, 2, 3):
+        toggle = until(
+            browser,
+            lambda d, g=g: d.find_elements(
+                By.CSS_SELECTOR, f"[aria-label='Toggle group'][data-group-id=generation_{g}]"
+            ),
+            f"generation_{g} in the grid",
+        )[0]
+        toggle.click()
+    until(
+        browser,
+        lambda d: d.find_elements(By.XPATH, "//*[normalize-space(text())='register_and_promote']"),
+        "the open groups",
+    )
+    time.sleep(1)  # the grid's cells render after the rows
+    screenshot(browser, "airflow-grid")
+
+
+def extra_links(browser: webdriver.Chrome, stack: Stack, run_id: str, task_id: str) -> dict[str, str]:
+    """The task's extra links as the UI shows them: on the task instance's Details tab."""
+    browser.get(f"{stack.airflow}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}/tasks/{task_id}/details")
+    names = ("MLflow run", "Model version", "Champion")
+
+    def shown(d: Any) -> dict[str, dict[str, Any]] | None:
+        # read in one script: the page refetches, so element handles may go stale between calls
+        found = d.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('a')]"
+            ".filter(a => arguments[0].includes(a.textContent.trim()))"
+            ".map(a => [a.textContent.trim(),"
+            " {href: a.href, target: a.target, shown: a.offsetParent !== null}]))",
+            list(names),
+        )
+        return found if len(found) == len(names) else None
+
+    links = until(browser, shown, f"the extra links of {task_id}")
+    assert browser.find_elements(By.XPATH, "//*[normalize-space(text())='Extra Links']")
+    for link in links.values():
+        assert link["target"] == "_blank" and link["shown"], links
+    return {name: link["href"] for name, link in links.items()}
+
+
+def test_the_extra_links_of_a_task_open_its_run_and_versions_in_mlflow(
+    browser: webdriver.Chrome, stack: Stack, league: str
+) -> None:
+    client = mlflow_client(stack)
+    versions = league_versions(stack)
+    champion = client.get_model_version_by_alias(MODEL, "champion")
+    exp = client.get_experiment_by_name("connect4-league")
+    generation_runs = {
+        int(r.data.tags["generation"]): r
+        for r in client.search_runs(
+            [exp.experiment_id], f"tags.`c4.kind` = 'generation' and tags.league = '{LEAGUE}'"
+        )
+    }
+    ui = stack.mlflow
+    # generation 1's links, from any task of its group: that generation's run and version, and the
+    # champion once it finished (its own snapshot, the league's first)
+    first = extra_links(browser, stack, league, "generation_1.fit_elo")
+    assert first == {
+        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[1].info.run_id}",
+        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
+        "Champion": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
+    }
+    second = extra_links(browser, stack, league, "generation_2.register_and_promote")
+    assert second == {
+        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[2].info.run_id}",
+        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[2].version}",
+        "Champion": f"{ui}/#/models/{MODEL}/versions/{champion.version}",
+    }
+
+    # and they open those pages
+    browser.get(second["MLflow run"])
+    run = generation_runs[2]
+    until(
+        browser, lambda d: run.info.run_id in text_of(d.find_element(By.TAG_NAME, "body")), "the run page", 60
+    )
+    assert run.info.run_name in text_of(browser.find_element(By.TAG_NAME, "body"))
+    for name in ("Model version", "Champion"):
+        version = second[name].rsplit("/", 1)[1]
+        browser.get(second[name])
+        until(
+            browser,
+            lambda d, version=version: (
+                f"Version {version}" in text_of(d.find_element(By.TAG_NAME, "body"))
+                and "Source Run" in text_of(d.find_element(By.TAG_NAME, "body"))
+            ),
+            f"the page of version {version}",
+            60,
+        )
+
+
+def test_the_registered_model_lists_the_versions_with_elo_suite_tags_and_the_champion(
+    browser: webdriver.Chrome, stack: Stack, league: str
+) -> None:
+    client = mlflow_client(stack)
+    versions = league_versions(stack)
+    champion = client.get_model_version_by_alias(MODEL, "champion")
+    # the model training view, and no assistant panel over the page
+    browser.get(f"{stack.mlflow}/#/models/{MODEL}?workflowType=machine_learning")
+    browser.execute_script("localStorage.setItem('mlflow.assistant.panelOpen_v1', 'false')")
+    browser.refresh()
+
+    def rows(d: Any) -> dict[str, dict[str, WebElement]] | None:
+        """version -> column title -> cell, once every version of the league shows."""
+        headers = [text_of(h) for h in d.find_elements(By.CSS_SELECTOR, "[role=columnheader]")]
+        found = {}
+        for v in versions.values():
+            links = d.find_elements(By.CSS_SELECTOR, f"a[href='#/models/{MODEL}/versions/{v.version}']")
+            if not links or "Tags" not in headers:
+                return None
+            row = links[0].find_element(By.XPATH, "./ancestor::*[@role='row'][1]")
+            found[v.version] = dict(
+                zip(headers, row.find_elements(By.CSS_SELECTOR, "[role=cell]"), strict=True)
+            )
+        return found
+
+    shown = until(browser, rows, "the versions table", 60)
+    for v in versions.values():
+        row = shown[v.version]
+        tags = text_of(row["Tags"])
+        for tag in ("league", "generation", "elo", "elo_ci95", "win_vs_tactical"):
+            assert f"{tag}: {v.tags[tag]}" in tags, (tag, tags)
+        if stack.suite:
+            for tag in ("suite_keeps_result", "suite_best_move", "suite_counted"):
+                assert f"{tag}: {v.tags[tag]}" in tags, (tag, tags)
+        aliases = set(row["Aliases"].text.splitlines())
+        if v.version == champion.version:
+            assert {"@ champion", f"@ champion-{LEAGUE}"} <= aliases, aliases
+        else:
+            assert "@ champion" not in aliases, aliases
+    screenshot(browser, "mlflow-registered-model", size=(1400, 1400))
+
+    # the league's run: the Elo ladder, one chart per member
+    exp = client.get_experiment_by_name("connect4-league")
+    (run,) = client.search_runs(
+        [exp.experiment_id], f"tags.`c4.kind` = 'league' and tags.league = '{LEAGUE}'"
+    )
+    browser.get(
+        f"{stack.mlflow}/#/experiments/{exp.experiment_id}/runs/{run.info.run_id}/model-metrics?workflowType=machine_learning"
+    )
+    members = sorted(m.split("/", 1)[1] for m in run.data.metrics if m.startswith("elo/"))
+    assert members == ["gen1", "gen2", "random", "tactical"]
+    until(
+        browser,
+        lambda d: all(f"{LEAGUE} (elo/{m})" in d.find_element(By.TAG_NAME, "body").text for m in members),
+        "a chart per member",
+        60,
+    )
+    time.sleep(2)  # the charts draw
+    screenshot(browser, "mlflow-league-run")
