@@ -871,9 +871,10 @@ def log_report(store: MLflowStore, version: ModelVersion | None = None, seed: in
             uri = f"{client.get_run(version.run_id).info.artifact_uri}/{REPORT_DIR}/report.html"
             client.set_model_version_tag(version.name, version.version, VERSION_TAG, uri)
             # a link into the MLflow UI (it resolves against the page showing the description, so
-            # it opens on any tracking server), and the artifact URI for tools
+            # it opens on any tracking server; the query picks the model-training view), and the
+            # artifact URI for tools
             run_page = f"#/experiments/{store.experiment_id}/runs/{version.run_id}"
-            page = f"{run_page}/artifacts/{REPORT_DIR}/report.html"
+            page = f"{run_page}/artifacts/{REPORT_DIR}/report.html?workflowType=machine_learning"
             line = f"League report: [report.html]({page}) (`{uri}`)"
             desc = version.description or ""
             if line not in desc:

@@ -32,6 +32,11 @@ from airflow.sdk import BaseOperatorLink
 DAG_ID = "connect4_league"
 
 
+TRAINING_VIEW = "?workflowType=machine_learning"
+"""Opens an experiment's pages in MLflow 3.17's model-training view: the UI's workflow is a
+global toggle that starts on GenAI, and this query parameter is how a link chooses."""
+
+
 def mlflow_ui() -> str:
     return os.environ.get("C4_MLFLOW_UI_URL", "http://127.0.0.1:5000").rstrip("/")
 
@@ -76,7 +81,7 @@ class MLflowRunLink(BaseOperatorLink):
         out = group_result(ti_key, "train_generation")
         if not out or not out.get("run_id"):
             return ""
-        return f"{mlflow_ui()}/#/experiments/{out['experiment_id']}/runs/{out['run_id']}"
+        return f"{mlflow_ui()}/#/experiments/{out['experiment_id']}/runs/{out['run_id']}{TRAINING_VIEW}"
 
 
 class ModelVersionLink(BaseOperatorLink):

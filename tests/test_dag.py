@@ -420,7 +420,10 @@ def test_the_links_plugin_points_at_the_run_the_version_and_the_champion(league_
     key = TaskInstanceKey(DAG_ID, "generation_2.play_match", league_run.run_id, map_index=1)
     experiment = client.get_run(v2.run_id).info.experiment_id
     run_url = links.MLflowRunLink().get_link(None, ti_key=key)
-    assert run_url == f"http://127.0.0.1:5000/#/experiments/{experiment}/runs/{v2.run_id}"
+    assert (
+        run_url
+        == f"http://127.0.0.1:5000/#/experiments/{experiment}/runs/{v2.run_id}?workflowType=machine_learning"
+    )
     assert (
         links.ModelVersionLink()
         .get_link(None, ti_key=key)

@@ -345,7 +345,8 @@ def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path,
         and version.tags["report"] in version.description
     )
     # and a link that the MLflow UI resolves to the report in the source run's artifacts
-    ui_link = f"(#/experiments/{exp.experiment_id}/runs/{version.run_id}/artifacts/report/report.html)"
+    run_page = f"#/experiments/{exp.experiment_id}/runs/{version.run_id}"
+    ui_link = f"({run_page}/artifacts/report/report.html?workflowType=machine_learning)"
     assert f"League report: [report.html]{ui_link}" in version.description
     on_version = {f.path for f in client.list_artifacts(version.run_id, "report")}
     assert on_version == logged

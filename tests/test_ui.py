@@ -42,6 +42,7 @@ BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
 DOCS_IMG = REPO / "docs" / "img"
 DAG_ID = "connect4_league"
+VIEW = "?workflowType=machine_learning"  # the plugin's run links open the model-training view
 LEAGUE = "ui"
 MODEL = "connect4"
 # the trigger form's fields: the DAG's params, each an input named element_<param>
@@ -502,13 +503,13 @@ def test_the_extra_links_of_a_task_open_its_run_and_versions_in_mlflow(
     # champion once it finished (its own snapshot, the league's first)
     first = extra_links(browser, stack, league, "generation_1.fit_elo")
     assert first == {
-        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[1].info.run_id}",
+        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[1].info.run_id}{VIEW}",
         "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
         "Champion": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
     }
     second = extra_links(browser, stack, league, "generation_2.register_and_promote")
     assert second == {
-        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[2].info.run_id}",
+        "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[2].info.run_id}{VIEW}",
         "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[2].version}",
         "Champion": f"{ui}/#/models/{MODEL}/versions/{champion.version}",
     }
