@@ -3,8 +3,10 @@
 # Build from the repository root:  docker build -f docker/airflow.Dockerfile -t connect4-airflow:0.1.0 .
 FROM apache/airflow:3.3.2-python3.11
 
+# MLFLOW_DISABLE_TELEMETRY: MLflow 3 reports usage to its makers unless told not to
 ENV MLFLOW_CONFIGURE_LOGGING=false \
     MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false \
+    MLFLOW_DISABLE_TELEMETRY=true \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
 
 COPY requirements.txt /opt/connect4/requirements.txt

@@ -11,7 +11,7 @@
 #         - the provider's XCom sidecar image (alpine:<pinned>): a static busybox, which gives the
 #           sidecar the `sh` and `sleep` it runs.
 #         An existing stand-in is kept (REBUILD_BASES=1 makes it anew); an image of that name that
-#         is not a stand-in (a real pull) is never replaced.
+#         is not a stand-in (a real pull) is kept and built on, never replaced.
 # trainer docker/trainer.Dockerfile, unchanged, with the CPU torch wheel (TORCH below): the default
 #         of the Dockerfile, PyPI's CUDA build, is several GB.
 # mlflow  docker/mlflow.Dockerfile, unchanged.
@@ -66,12 +66,16 @@ timed() {  # timed WHAT CMD...: run CMD, then say how long it took
 size_of() { podman image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f MB\n", $1 / 1e6}'; }
 
 # ---- the stand-in bases -------------------------------------------------------------------------
-stand_in_exists() {  # 0: a stand-in is there to keep; 1: build one; dies if a real image holds the name
+keep_base() {  # 0: keep the image of that name (a stand-in, or the real one); 1: build a stand-in
     podman image exists "$1" || return 1
     local label
     label="$(podman image inspect --format "{{index .Labels \"$STAND_IN_LABEL\"}}" "$1")"
-    [[ "$label" == true ]] || die "$1 exists and is not a stand-in: keeping it (it is the real base)"
-    [[ -z "${REBUILD_BASES:-}" ]]
+    if [[ "$label" != true ]]; then
+        echo "build-local.sh: keeping $1: it is not a stand-in (a real image, pulled or loaded)" >&2
+        return 0
+    fi
+    [[ -z "${REBUILD_BASES:-}" ]] || return 1
+    echo "build-local.sh: keeping the stand-in $1 (REBUILD_BASES=1 makes it anew)" >&2
 }
 
 labels() {  # labels STANDS_IN_FOR HOW: --change flags that mark an imported image as a stand-in
@@ -189,10 +193,8 @@ build() {  # build DOCKERFILE TAG [podman build flags]
 for s in "${steps[@]}"; do
     case "$s" in
         bases)
-            if stand_in_exists "$PYTHON_BASE"; then echo "build-local.sh: keeping the stand-in $PYTHON_BASE" >&2
-            else timed "the python stand-in" python_base; fi
-            if stand_in_exists "$SIDECAR_IMAGE"; then echo "build-local.sh: keeping the stand-in $SIDECAR_IMAGE" >&2
-            else timed "the sidecar stand-in" sidecar_base; fi
+            keep_base "$PYTHON_BASE" || timed "the python stand-in" python_base
+            keep_base "$SIDECAR_IMAGE" || timed "the sidecar stand-in" sidecar_base
             ;;
         trainer | mlflow)
             podman image exists "$PYTHON_BASE" || die "no $PYTHON_BASE here: run docker/build-local.sh bases first"

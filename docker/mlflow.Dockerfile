@@ -3,7 +3,9 @@
 # Build from the repository root:  docker build -f docker/mlflow.Dockerfile -t connect4-mlflow:0.1.0 .
 FROM python:3.11-slim-bookworm
 
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# MLFLOW_DISABLE_TELEMETRY: MLflow 3 reports usage to its makers unless told not to; the
+# league's server sends nothing out
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 MLFLOW_DISABLE_TELEMETRY=true
 COPY requirements.txt /opt/connect4/requirements.txt
 RUN pip install -c /opt/connect4/requirements.txt mlflow boto3 \
     && pip install psycopg2-binary==2.9.13

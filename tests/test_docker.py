@@ -107,6 +107,9 @@ def test_dockerfile_parses_copies_what_exists_and_pins_its_base(dockerfile: Path
     for name, version in re.findall(r"([A-Za-z0-9_.-]+)==([0-9][^\s\"']*)", text):
         if name.lower() in pins:
             assert pins[name.lower()] == version, (dockerfile.name, name)
+    # every image runs MLflow, and MLflow 3 reports usage unless told not to (it stays quiet only
+    # under pytest and CI)
+    assert any(word == "ENV" and "MLFLOW_DISABLE_TELEMETRY=true" in args for word, args in steps)
     if dockerfile.name == "airflow.Dockerfile":
         assert f"apache/airflow:{pins['apache-airflow']}-python3.11" in text
         assert "COPY --chown=airflow:root dags /opt/airflow/dags" in text

@@ -124,7 +124,8 @@ def test_the_trainer_image_holds_c4core_and_the_cpu_torch_it_was_built_with() ->
     require(TRAINER_IMAGE)
     probe = (
         "import json, os, torch, c4core.steps; print(json.dumps({'torch': torch.__version__, "
-        "'cuda': torch.version.cuda, 'uid': os.getuid(), 'xcom': c4core.steps.XCOM_RETURN}))"
+        "'cuda': torch.version.cuda, 'uid': os.getuid(), 'xcom': c4core.steps.XCOM_RETURN, "
+        "'telemetry_off': __import__('mlflow.telemetry.utils').telemetry.utils.is_telemetry_disabled()}))"
     )
     out = json.loads(podman("run", "--rm", "--network", "none", TRAINER_IMAGE, "python", "-c", probe).stdout)
     pinned = next(
@@ -135,6 +136,7 @@ def test_the_trainer_image_holds_c4core_and_the_cpu_torch_it_was_built_with() ->
     # the local build feeds in the CPU wheel (build-local.sh's TORCH); the Dockerfile's default is CUDA
     assert out["torch"] == f"{pinned}+cpu" and out["cuda"] is None
     assert out["uid"] == 50000 and out["xcom"] == "/airflow/xcom/return.json"  # never root
+    assert out["telemetry_off"]  # MLflow reports nothing out of the pod (outside pytest it would)
 
 
 # ---- the trainer pod, played ---------------------------------------------------------------------
@@ -258,8 +260,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses_it(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from airflow.providers.cncf.kubernetes.utils.xcom_sidecar import XCOM_SIDECAR_IMAGE
+
     require_current_trainer()
-    require("alpine:3.24.2")
+    require(XCOM_SIDECAR_IMAGE)  # build-local.sh makes a stand-in of the provider's pin
     from test_dag import load_dag
 
     from c4core import steps
@@ -270,10 +274,10 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
     monkeypatch.setenv("C4_MLFLOW_SECRET", secret)  # the DAG's own knob for the secret's name
     picked = steps.pick(SMOKE, 1, train_here=False)  # what pick_opponents pushes
     op = load_dag("kubernetes").get_task("generation_1.train_generation")
-    sidecar_image = next(c.image for c in op.build_pod_request_obj(dry_run=True).spec.containers
-                         if c.name == "airflow-xcom-sidecar")  # fmt: skip
-    assert sidecar_image == "alpine:3.24.2"  # the stand-in build-local.sh made for the provider's pin
     pod = played_pod(op, {"generation_1.pick_opponents:request": picked["request"]})
+    # the two images podman plays are the ones here: the trainer, and the sidecar's stand-in
+    images = {c["name"]: c["image"] for c in pod["spec"]["containers"]}
+    assert images == {"base": TRAINER_IMAGE, "airflow-xcom-sidecar": XCOM_SIDECAR_IMAGE}
     base = next(c for c in pod["spec"]["containers"] if c["name"] == "base")
     refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in base["env"] if "valueFrom" in e}
     assert {r["name"] for r in refs.values()} == {secret} and not refs["MLFLOW_TRACKING_URI"].get("optional")
@@ -364,6 +368,8 @@ def test_the_mlflow_image_serves_a_smoke_league_from_postgres_and_s3(
     try:
         wait_for_http(f"{url}/health", proc, log_path, "the connect4-mlflow image", 180)
         assert podman("exec", name, "id", "-un").stdout.strip() == "mlflow"  # not root in the image
+        quiet = "from mlflow.telemetry.utils import is_telemetry_disabled as off; print(off())"
+        assert podman("exec", name, "python", "-c", quiet).stdout.strip() == "True"  # reports nothing out
         torch.set_num_threads(1)
         tracking = Tracking.for_uri(url)
         config = profile("smoke", name="image")
