@@ -15,7 +15,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     MLFLOW_DISABLE_TELEMETRY=true
 
 WORKDIR /opt/connect4
-COPY requirements.txt pyproject.toml README.md ./
+# only the lock before the dependencies' layer: an edit of the README or of pyproject.toml then
+# reuses the layer instead of reinstalling torch and the rest
+COPY requirements.txt ./
 # TORCH: the torch requirement. The default, PyPI's Linux wheel, is the CUDA build (its CUDA
 # runtime comes as nvidia-* wheels, several GB): what a GPU node needs. A CPU-only build names
 # the CPU wheel, e.g. --build-arg TORCH=torch==<the lock's version>+cpu, with the CPU wheel index
@@ -23,6 +25,7 @@ COPY requirements.txt pyproject.toml README.md ./
 # every version the league was tested with.
 ARG TORCH=torch
 RUN pip install -c requirements.txt "$TORCH" numpy numba scipy tqdm mlflow boto3
+COPY pyproject.toml README.md ./
 COPY c4core ./c4core
 RUN pip install --no-deps . \
     && python -c "import c4core.steps, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"

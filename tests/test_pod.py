@@ -314,11 +314,14 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
     assert again["reused"] and again["run_id"] == xcom["run_id"]
     assert len(runs_of(client, "generation", SMOKE["league"])) == 1
 
-    # the rest of the generation on the "workers", with the XCom where register_and_promote reads it
-    for member in picked["members"]:
-        steps.match(picked["spec"], 1, member)
-    elo = steps.fit(picked["spec"], 1)
-    out = steps.register(picked["spec"], 1, picked["opponents"], xcom.get("seconds", 0.0))
+    # the rest of the generation as the workers run it: the DAG's own task functions, the sidecar's
+    # XCom as `trained` (with no Airflow run here, the task-instance tags are stubbed)
+    tasks = op.dag.task_dict
+    register = tasks["generation_1.register_and_promote"].python_callable
+    monkeypatch.setitem(register.__globals__, "_tags", lambda: {"airflow.run_id": RUN_ID})
+    matches = [steps.match(picked["spec"], 1, member) for member in picked["members"]]
+    elo = tasks["generation_1.fit_elo"].python_callable(picked["spec"], 1, matches)
+    out = register(picked["spec"], 1, picked["opponents"], xcom, elo)
     assert out["run_id"] == xcom["run_id"] and out["champion"] == elo["champion"]
     version = client.get_model_version(out["model_name"], str(out["version"]))
     assert version.run_id == xcom["run_id"] and version.tags["generation"] == "1"
