@@ -37,10 +37,12 @@ def tracking_uri(explicit: str | None = None) -> str:
 
 def quiet_mlflow() -> None:
     """Keep MLflow from configuring logging (its INFO lines would interleave with ours, and in an
-    Airflow worker it once broke Airflow's logging) and from drawing download bars. Set before
+    Airflow worker it once broke Airflow's logging), from drawing download bars, and from its
+    usage telemetry (which reports to an outside host and once crashed a pod run). Set before
     mlflow is imported; a value the user set wins."""
     os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
 def parse_tags(items: Sequence[str]) -> dict[str, str]:
