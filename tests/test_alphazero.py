@@ -250,6 +250,7 @@ def test_mirrored_minibatch_flips_targets(played: tuple[Samples, dict]) -> None:
     assert a["policy"] == pytest.approx(b["policy"], rel=1e-4)
 
 
+@pytest.mark.slow  # two whole training runs
 def test_train_reports_every_iteration_and_is_reproducible() -> None:
     seen: list[tuple[int, dict[str, float]]] = []
     net1, net2 = tiny_net(), tiny_net()

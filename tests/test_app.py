@@ -419,6 +419,7 @@ def test_moves_can_come_from_mlflows_scoring_server(tracking: Tracking) -> None:
 
 
 # ---- the real command ----------------------------------------------------------------------------
+@pytest.mark.slow  # a real `c4 serve-app` process
 def test_c4_serve_app_serves_the_page_on_localhost(tracking: Tracking, tmp_path: Path) -> None:
     if not C4.exists():
         pytest.skip(f"no c4 script next to {sys.executable}")
@@ -500,6 +501,7 @@ def test_play_still_takes_any_opponent(tracking: Tracking) -> None:
     assert rc == 0 and out.startswith("You are X, random is O.")
 
 
+@pytest.mark.slow  # a real `c4 play` process
 def test_play_the_champion_through_stdin_in_a_real_process(tracking: Tracking) -> None:
     if not C4.exists():
         pytest.skip(f"no c4 script next to {sys.executable}")

@@ -53,7 +53,11 @@ def assert_same(boards: Boards, positions: list[Position], idx: np.ndarray) -> N
 
 @pytest.mark.parametrize(
     "geometry, games",
-    [(STANDARD, 2_000), (Geometry(4, 4, 3), 300), (Geometry(5, 6, 4), 300)],
+    [
+        pytest.param(STANDARD, 2_000, marks=pytest.mark.slow),
+        (Geometry(4, 4, 3), 300),
+        (Geometry(5, 6, 4), 300),
+    ],
     ids=["6x7c4", "4x4c3", "5x6c4"],
 )
 def test_lockstep_with_scalar_positions(geometry, games, rng):

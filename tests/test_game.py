@@ -96,7 +96,7 @@ def random_legal_columns(rng: np.random.Generator, legal: np.ndarray) -> np.ndar
     [
         pytest.param(STANDARD, 10_000, marks=pytest.mark.slow),  # about 20 s
         (Geometry(4, 4, 3), 2_000),
-        (Geometry(5, 6, 4), 2_000),
+        pytest.param(Geometry(5, 6, 4), 2_000, marks=pytest.mark.slow),
     ],
     ids=["6x7c4", "4x4c3", "5x6c4"],
 )
