@@ -18,6 +18,60 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+"""Debian's Chromium and its driver (``apt-get install chromium chromium-driver``)."""
+
+
+def require_chromium() -> None:
+    """Skip the calling test module unless Debian's Chromium and its driver are installed; with
+    ``C4_REQUIRE_BROWSER=1`` (CI) fail instead."""
+    import pytest
+
+    if CHROMIUM.exists() and CHROMEDRIVER.exists():
+        return
+    if os.environ.get("C4_REQUIRE_BROWSER") == "1":
+        raise RuntimeError("C4_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
+    pytest.skip(
+        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+
+@contextmanager
+def headless_chromium(width: int, height: int) -> Iterator[Any]:
+    """Chromium under selenium: headless, in a throwaway profile, fetching nothing of its own
+    (selenium-manager offline, no background networking, updates or sync)."""
+    import shutil
+    import tempfile
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # selenium-manager may never fetch a driver or a browser
+    profile = tempfile.mkdtemp(prefix="c4-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_window_size(width, height)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def free_port() -> int:

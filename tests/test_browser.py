@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 import requests
 import torch
 from mlflow.entities.model_registry import ModelVersion
+from servers import headless_chromium, require_chromium
 from test_app import ServerThread, blank_store, publish
 
 from c4core.app import ChampionSource, create_app
@@ -31,21 +31,13 @@ from c4core.bots import TacticalBot
 from c4core.game import Position
 from c4core.registry import Tracking
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 DOCS_IMG = REPO / "docs" / "img"
 
-if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-    if os.environ.get("C4_REQUIRE_BROWSER") == "1":
-        raise RuntimeError("C4_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
-    pytest.skip(
-        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
+require_chromium()
 
 from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -83,31 +75,8 @@ def site(champion: tuple[Tracking, ModelVersion]) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
-    os.environ["SE_OFFLINE"] = "true"  # selenium-manager may never fetch a driver or a browser
-    profile = tempfile.mkdtemp(prefix="c4-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_window_size(640, 1160)
-    try:
+    with headless_chromium(640, 1160) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def screenshot(driver: webdriver.Chrome, name: str, docs: bool = False) -> Path:

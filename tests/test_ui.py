@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -34,9 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import free_port, wait_for_http
+from servers import free_port, headless_chromium, require_chromium, wait_for_http
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
@@ -49,17 +47,10 @@ MODEL = "connect4"
 FIELDS = ("league", "profile", "generations", "iterations", "games", "match_games", "executor")
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
 
-if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-    if os.environ.get("C4_REQUIRE_BROWSER") == "1":
-        raise RuntimeError("C4_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
-    pytest.skip(
-        "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
+require_chromium()
 
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
@@ -224,28 +215,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture(scope="module")
 def browser(stack: Stack) -> Iterator[webdriver.Chrome]:
     """Chromium, logged in to Airflow."""
-    os.environ["SE_OFFLINE"] = "true"  # selenium-manager may never fetch a driver or a browser
-    profile = tempfile.mkdtemp(prefix="c4-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    driver.set_window_size(1400, 1000)
-    try:
+    with headless_chromium(1400, 1000) as driver:
+        driver.set_page_load_timeout(60)
         driver.get(stack.airflow + "/")
         until(driver, lambda d: d.find_elements(By.NAME, "username"), "the login form")
         driver.find_element(By.NAME, "username").send_keys("admin")
@@ -255,9 +226,6 @@ def browser(stack: Stack) -> Iterator[webdriver.Chrome]:
             driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"), "the home page"
         )
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def until(driver: webdriver.Chrome, check: Callable[[Any], Any], what: str, timeout: float = 30) -> Any:
