@@ -2,8 +2,9 @@
 
 Expert iteration (Silver et al. 2017, "Mastering the game of Go without human knowledge";
 Anthony et al. 2017, "Thinking fast and slow with deep learning and tree search"): one
-iteration plays `games` self-play games in a single batch, every move chosen by `c4core.search`
-with Dirichlet noise at the root, and records for every decision
+iteration plays `games` games in a single batch, against itself (or a `league_share` of them
+against league members, below), the learner's every move chosen by `c4core.search` with
+Dirichlet noise at the root, and records for every decision of the learner
 
 - the **policy target**: the root's visit distribution (proven-lost moves removed, one-hot on
   the proof's move when the root is proven);
@@ -24,7 +25,14 @@ result as value target, and each game's earlier decisions take the exact result 
 settled position as their outcome z. The openings, where the suite's hard positions are, stay
 the network's to learn: the solver would need seconds to minutes a position there.
 
-The learner plays only itself, as AlphaZero does; the league still rates every snapshot it
+With `league_share`, that share of each iteration's games pits the learner against league
+members instead of itself (colours alternated, members' games split evenly), in the same batch
+as the self-play games. Only the learner's decisions become samples: its search's visits are
+the policy target and the outcome from its side (mixed with its root q, or proven, or
+rescored) the value target, exactly as in self-play. The members' moves are no targets: they
+are not the learner's search output, and fitting its policy to another net's moves would be
+imitation, not expert iteration; what the learner takes from a member is the positions it
+reaches and the outcomes its play forces. The league rates every snapshot the learner
 produces against every member, on the same ladder as the PPO snapshots.
 """
 
@@ -32,19 +40,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
-from c4core.bots import play_opening
-from c4core.config import AlphaZeroConfig
+from c4core.bots import Player, play_opening
+from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import WDL
-from c4core.net import PolicyValueNet
-from c4core.search import search
+from c4core.net import NetPlayer, PolicyValueNet
+from c4core.search import SearchPlayer, search
 from c4core.solver import Solver
 
 
@@ -87,14 +95,19 @@ def self_play(
     generator: torch.Generator,
     geometry: Geometry = STANDARD,
     solver: Solver | None = None,
+    opponents: Sequence[tuple[str, PolicyValueNet]] = (),
 ) -> tuple[Samples, dict[str, float]]:
-    """Play `config.games` searched self-play games; returns every decision with its targets
-    and statistics (first player's W/D/L, game length, share of proven roots). With
-    `config.solve_from`, `solver` rescores the targets (one is made when none is given), and
-    with `config.search.probe_from` the search probes it too."""
+    """Play `config.games` searched games, `league_games` of them against `opponents` (member
+    name, frozen net) and the rest against itself; returns every decision of the learner with
+    its targets and statistics (first player's W/D/L in self-play, the learner's against each
+    member played, game length, share of proven roots). With `config.solve_from`, `solver`
+    rescores the targets (one is made when none is given), and with `config.search.probe_from`
+    the search probes it too."""
     if solver is None and (config.solve_from or config.search.probe_from):
         solver = Solver(geometry, max_nodes=config.solve_nodes)
     device = next(net.parameters()).device
+    member, learner_first = (t.to(device) for t in seat_games(config, len(opponents)))
+    players = [member_player(member_net, config) for _, member_net in opponents]
     boards = Boards(config.games, geometry, device)
     opening = torch.randint(
         config.opening_plies, config.opening_plies_max + 1, (config.games,), generator=generator
@@ -103,40 +116,31 @@ def self_play(
     sampled_until = (opening + config.temperature_plies).cpu()
     scfg = replace(config.search, max_trees=config.games)  # every game in one batch
     rows: list[tuple[torch.Tensor, ...]] = []
-    proven_roots = decisions = 0
     net.eval()
     while not bool(boards.done.all()):
-        live = torch.nonzero(~boards.done).squeeze(1)
-        r = search(net, boards.select(live), scfg, generator, solver)
-        probs = torch.from_numpy(r.probs).float()
-        cols = torch.from_numpy(r.columns)
-        early = torch.nonzero(boards.ply[live].cpu() < sampled_until[live.cpu()]).squeeze(1)
-        if len(early):
-            cols[early] = torch.multinomial(probs[early], 1, generator=generator).squeeze(1)
-        proven = torch.from_numpy(r.proven).float()  # NaN where search proved nothing
-        rows.append(
-            (
-                live.cpu(),
-                boards.current[live].cpu(),
-                boards.mask[live].cpu(),
-                boards.ply[live].cpu(),
-                probs,
-                torch.from_numpy(r.values).float(),
-                proven,
-            )
-        )
-        proven_roots += int((~torch.isnan(proven)).sum())
-        decisions += len(live)
-        full = torch.zeros(len(boards), dtype=torch.int64, device=device)
-        full[live] = cols.to(device)
-        boards.play(full)
+        # the learner moves in every self-play game, and in a league game when its colour is up
+        learner = ~boards.done & ((member < 0) | (boards.first_player_to_move() == learner_first))
+        cols = torch.zeros(len(boards), dtype=torch.int64, device=device)
+        live = torch.nonzero(learner).squeeze(1)
+        if len(live):
+            row, cols[live] = _learner_moves(net, boards, live, scfg, generator, solver, sampled_until)
+            rows.append(row)
+        for k, player in enumerate(players):
+            idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
+            if len(idx):
+                cols[idx] = player.act(boards.select(idx), generator).to(device)
+        boards.play(cols)
 
     game, current, mask, ply, policy, q, exact = (torch.cat(x) for x in zip(*rows, strict=True))
+    proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
     result = boards.result.cpu().float()  # for the first player
     solve_stats: dict[str, float] = {}
     if config.solve_from:
         start = time.perf_counter()
         assert solver is not None  # made above
+        # only the learner's decisions are solved: a member's position is no target, and the
+        # learner's first settled decision of a league game is at most one ply past it; its
+        # ply's parity still tells the adjudication which side the exact result is for
         solved = _rescore(solver, config, game, current, mask, ply)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, game, ply, solved)
@@ -150,15 +154,97 @@ def self_play(
     z = torch.where(ply % 2 == 0, result, -result)  # the outcome for the side to move
     value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
     samples = Samples(current, mask, ply, policy, value, ~torch.isnan(exact))
-    wdl = WDL.of(boards.result.cpu().numpy())
-    stats = {
-        "vs/self/win": wdl.win / wdl.games,
-        "vs/self/draw": wdl.draw / wdl.games,
-        "vs/self/loss": wdl.loss / wdl.games,
-        "selfplay/plies": float(boards.ply.float().mean()),
-        "selfplay/proven_roots": proven_roots / max(decisions, 1),
-    } | solve_stats
+    stats = (
+        _league_rates(boards, member, learner_first, [name for name, _ in opponents])
+        | {"selfplay/plies": float(boards.ply.float().mean()), "selfplay/proven_roots": proven_roots}
+        | solve_stats
+    )
     return samples, stats
+
+
+def league_games(config: AlphaZeroConfig, members: int) -> int:
+    """Games of an iteration played against league members: `league_share` of `games`, rounded
+    down to even so that every member's games pair up by colour; none without members."""
+    n = round(config.games * config.league_share) if members else 0
+    return n - n % 2
+
+
+def seat_games(config: AlphaZeroConfig, members: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Who plays whom: [games] the league member each game is against (-1: self-play) and
+    [games] whether the learner is the first player there (in self-play it is both). The
+    self-play games come first; the league games follow in colour pairs (learner first, then
+    second) dealt round-robin, so the members' shares differ by one pair at most and each
+    member meets the learner on both colours equally often."""
+    n = league_games(config, members)
+    in_league = torch.arange(n)
+    member = torch.cat((torch.full((config.games - n,), -1), (in_league // 2) % max(members, 1)))
+    learner_first = torch.cat((torch.ones(config.games - n, dtype=torch.bool), in_league % 2 == 0))
+    return member, learner_first
+
+
+def member_player(net: PolicyValueNet, config: AlphaZeroConfig) -> Player:
+    """A league member as the learner's opponent (`league_simulations`).
+
+    Without search it samples its raw policy, as PPO's opponents play. With search it plays
+    the most visited move without root noise: that is the member at its rated strength (the
+    league's matches play greedily too), the games still vary with the random openings and the
+    learner's own noise and sampled moves, and a member that sampled visits would teach the
+    learner to beat a weaker player than the one on the ladder. It never probes the solver:
+    an oracle's strength is not the member's own."""
+    if not config.league_simulations:
+        return NetPlayer(net, greedy=False)
+    member_search = replace(
+        config.search, root_noise=False, temperature=0.0, probe_from=0, max_trees=config.games
+    )
+    return SearchPlayer(net, config.league_simulations, member_search)
+
+
+def _learner_moves(
+    net: PolicyValueNet,
+    boards: Boards,
+    live: torch.Tensor,
+    scfg: SearchConfig,
+    generator: torch.Generator,
+    solver: Solver | None,
+    sampled_until: torch.Tensor,
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """The learner's searched moves in the games at `live`, sampled in proportion to the visits
+    before `sampled_until`, and the decisions' record (game, position, visits, q, proof)."""
+    r = search(net, boards.select(live), scfg, generator, solver)
+    probs = torch.from_numpy(r.probs).float()
+    cols = torch.from_numpy(r.columns)
+    early = torch.nonzero(boards.ply[live].cpu() < sampled_until[live.cpu()]).squeeze(1)
+    if len(early):
+        cols[early] = torch.multinomial(probs[early], 1, generator=generator).squeeze(1)
+    row = (
+        live.cpu(),
+        boards.current[live].cpu(),
+        boards.mask[live].cpu(),
+        boards.ply[live].cpu(),
+        probs,
+        torch.from_numpy(r.values).float(),
+        torch.from_numpy(r.proven).float(),  # NaN where search proved nothing
+    )
+    return row, cols.to(boards.device)
+
+
+def _league_rates(
+    boards: Boards, member: torch.Tensor, learner_first: torch.Tensor, names: list[str]
+) -> dict[str, float]:
+    """``vs/self/*`` (the first player's view) over the self-play games and ``vs/<member>/*``
+    (the learner's) over each member's games, for those played."""
+    first = boards.result.cpu()
+    learner = torch.where(learner_first.cpu(), first, -first)
+    member = member.cpu()
+    groups = [("self", first[member < 0])] + [(name, learner[member == k]) for k, name in enumerate(names)]
+    rates: dict[str, float] = {}
+    for name, outcomes in groups:
+        if len(outcomes):
+            wdl = WDL.of(outcomes.numpy())
+            rates[f"vs/{name}/win"] = wdl.win / wdl.games
+            rates[f"vs/{name}/draw"] = wdl.draw / wdl.games
+            rates[f"vs/{name}/loss"] = wdl.loss / wdl.games
+    return rates
 
 
 def _rescore(
@@ -245,11 +331,16 @@ def train(
     geometry: Geometry = STANDARD,
     optimizer: torch.optim.Optimizer | None = None,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    opponents: Sequence[tuple[str, PolicyValueNet]] = (),
 ) -> torch.optim.Optimizer:
     """Run `config.iterations` self-play-and-fit iterations in place; returns the optimizer.
 
+    `opponents` are league members (name, frozen net in eval mode on the learner's device)
+    that `config.league_share` of each iteration's games are played against.
     `on_iteration(i, metrics)` receives ``losses/{policy,value,entropy}``,
-    ``vs/self/{win,draw,loss}`` (the first player's), ``selfplay/*`` and ``charts/*``.
+    ``vs/self/{win,draw,loss}`` (the first player's, over the self-play games),
+    ``vs/<member>/{win,draw,loss}`` (the learner's, for each member played), ``selfplay/*``
+    and ``charts/*``.
     """
     if optimizer is None:
         optimizer = torch.optim.Adam(net.parameters())
@@ -265,7 +356,7 @@ def train(
     )
     for it in range(config.iterations):
         start = time.perf_counter()
-        samples, stats = self_play(net, config, gen, geometry, solver)
+        samples, stats = self_play(net, config, gen, geometry, solver, opponents)
         played = time.perf_counter() - start
         window = (window + [samples])[-config.replay_iterations :]
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))

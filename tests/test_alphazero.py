@@ -1,4 +1,5 @@
-"""The AlphaZero-style learner (`c4core.alphazero`): self-play targets, the fit, the loop.
+"""The AlphaZero-style learner (`c4core.alphazero`): self-play targets, the fit, the loop, and
+the share of games played against league members.
 
 Tiny nets on the standard board and on 4x4 connect-3, where the exact solver checks the value
 targets that MCTS-Solver proves."""
@@ -10,10 +11,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from c4core.alphazero import Samples, fit, self_play, train
+from c4core.alphazero import Samples, fit, member_player, seat_games, self_play, train
+from c4core.bots import Player
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
-from c4core.net import PolicyValueNet
+from c4core.net import NetPlayer, PolicyValueNet
+from c4core.search import SearchPlayer
 from c4core.solver import Solver
 
 SEED = 97
@@ -35,6 +38,28 @@ def tiny_net(geometry: Geometry = STANDARD, seed: int = SEED) -> PolicyValueNet:
     return PolicyValueNet(
         NetConfig(blocks=1, channels=8, value_hidden=8, rows=geometry.rows, cols=geometry.cols)
     )
+
+
+def edge_stacker(geometry: Geometry = STANDARD) -> PolicyValueNet:
+    """A member rigged to lose: its policy all but forces column 0, so it stacks one edge
+    column, threatens nothing else and never blocks a threat."""
+    net = tiny_net(geometry, seed=SEED + 5)
+    with torch.no_grad():
+        net.policy_fc.weight.zero_()
+        net.policy_fc.bias.fill_(-20.0)
+        net.policy_fc.bias[0] = 20.0
+    return net.eval()
+
+
+class CountingPlayer(Player):
+    """Wraps a member's player and counts the moves it was asked for."""
+
+    def __init__(self, inner: Player):
+        self.inner, self.name, self.moves = inner, inner.name, 0
+
+    def act(self, boards, generator=None):
+        self.moves += int((~boards.done).sum())
+        return self.inner.act(boards, generator)
 
 
 @pytest.fixture
@@ -292,3 +317,180 @@ def test_replay_window_holds_latest_iterations(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(az, "self_play", spy_play)
     train(tiny_net(), replace(TINY, iterations=4, replay_iterations=2), seed=3)
     assert sizes == [new[0], new[0] + new[1], new[1] + new[2], new[2] + new[3]]
+
+
+# ---- league share ------------------------------------------------------------------------------
+LEAGUE = replace(TINY, games=16, league_share=0.5)
+
+
+@pytest.fixture(scope="module")
+def league_played() -> tuple[Samples, dict[str, float], int]:
+    """Half of 16 games against two raw-policy members (the edge stacker and a stranger net);
+    also the moves the members were asked for."""
+    import c4core.alphazero as az
+
+    torch.set_num_threads(1)
+    counters: list[CountingPlayer] = []
+
+    def counted(net, config):
+        counters.append(CountingPlayer(real(net, config)))
+        return counters[-1]
+
+    real = az.member_player
+    opponents = [("edge", edge_stacker()), ("stranger", tiny_net(seed=SEED + 3))]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(az, "member_player", counted)
+        samples, stats = self_play(
+            tiny_net(), LEAGUE, torch.Generator().manual_seed(SEED), opponents=opponents
+        )
+    return samples, stats, sum(c.moves for c in counters)
+
+
+@pytest.fixture(scope="module")
+def searched_league() -> tuple[Samples, dict[str, float]]:
+    """All 8 games against the learner's own net, searching as many simulations as it does."""
+    torch.set_num_threads(1)
+    cfg = replace(TINY, league_share=1.0, league_simulations=TINY.search.simulations)
+    return self_play(tiny_net(), cfg, torch.Generator().manual_seed(SEED), opponents=[("peer", tiny_net())])
+
+
+@pytest.mark.parametrize("share, members", [(0.0, 2), (0.5, 0)])
+def test_no_league_games_is_plain_self_play(played: tuple[Samples, dict], share: float, members: int) -> None:
+    """A zero share with members, or a share without any, draws and records exactly what
+    plain self-play does."""
+    opponents = [(f"m{k}", edge_stacker()) for k in range(members)]
+    cfg = replace(TINY, league_share=share)
+    samples, stats = self_play(tiny_net(), cfg, torch.Generator().manual_seed(SEED), opponents=opponents)
+    plain, plain_stats = played
+    for field in Samples.__dataclass_fields__:
+        assert torch.equal(getattr(samples, field), getattr(plain, field)), field
+    assert stats == plain_stats
+
+
+def test_train_with_unused_opponents_learns_what_plain_training_does() -> None:
+    once = replace(TINY, iterations=1)
+    net1, net2 = tiny_net(), tiny_net()
+    train(net1, once, seed=5, opponents=[("edge", edge_stacker())])
+    train(net2, once, seed=5)
+    for p1, p2 in zip(net1.parameters(), net2.parameters(), strict=True):
+        assert torch.equal(p1, p2)
+
+
+def test_train_reports_the_members_it_played() -> None:
+    seen: list[dict[str, float]] = []
+    cfg = replace(TINY, iterations=1, league_share=0.5)
+    train(
+        tiny_net(),
+        cfg,
+        seed=5,
+        on_iteration=lambda i, m: seen.append(m),
+        opponents=[("edge", edge_stacker())],
+    )
+    assert {"vs/self/win", "vs/edge/win", "vs/edge/draw", "vs/edge/loss", "losses/policy"} <= set(seen[0])
+
+
+@pytest.mark.parametrize("games, share, expected", [(16, 0.5, [4, 4]), (12, 0.5, [4, 2]), (7, 1.0, [4, 2])])
+def test_league_games_pair_colours_and_split_evenly(games: int, share: float, expected: list[int]) -> None:
+    """The league's share rounds down to even, dealt over the members in colour pairs: the
+    learner is first in exactly half of each member's games; the rest is self-play."""
+    member, learner_first = seat_games(replace(TINY, games=games, league_share=share), 2)
+    assert len(member) == games
+    assert [int((member == k).sum()) for k in range(2)] == expected
+    assert int((member < 0).sum()) == games - sum(expected)
+    for k in range(2):
+        assert int(learner_first[member == k].sum()) == expected[k] // 2
+
+
+def test_league_games_report_each_member_from_the_learners_side(
+    league_played: tuple[Samples, dict, int],
+) -> None:
+    _, stats, _ = league_played
+    per_member = LEAGUE.games * LEAGUE.league_share / 2
+    for name in ("self", "edge", "stranger"):
+        rates = [stats[f"vs/{name}/{r}"] for r in ("win", "draw", "loss")]
+        assert sum(rates) == pytest.approx(1.0)
+        assert all((r * per_member) == pytest.approx(round(r * per_member)) for r in rates)  # whole games
+
+
+def test_only_the_learners_decisions_become_samples(league_played: tuple[Samples, dict, int]) -> None:
+    """Every ply after the opening is a learner's decision (a sample) or a member's move (not
+    one): the two counts add up to all the plies played."""
+    samples, stats, member_moves = league_played
+    after_opening = round((stats["selfplay/plies"] - LEAGUE.opening_plies) * LEAGUE.games)
+    assert member_moves > 0
+    assert len(samples) + member_moves == after_opening
+    assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
+
+
+def test_a_member_rigged_to_lose_gives_the_learner_its_wins(
+    league_played: tuple[Samples, dict, int], searched_league: tuple[Samples, dict]
+) -> None:
+    """The learner beats the edge stacker more often than it beats its own net searching as
+    deeply as it does, and wins more than it loses against it."""
+    _, stats, _ = league_played
+    _, peer_stats = searched_league
+    assert stats["vs/edge/win"] > peer_stats["vs/peer/win"]
+    assert stats["vs/edge/win"] > stats["vs/edge/loss"]
+
+
+def test_searching_members_play_legal_whole_games(searched_league: tuple[Samples, dict]) -> None:
+    """A member with `league_simulations` searches greedily without noise or probes; the games
+    it plays run to their end (an illegal move would raise) and leave no self-play."""
+    cfg = replace(TINY, league_simulations=3, search=replace(TINY.search, probe_from=20))
+    player = member_player(tiny_net(), cfg)
+    assert isinstance(player, SearchPlayer)
+    assert player.config.simulations == 3 and not player.config.root_noise
+    assert player.config.temperature == 0 and player.config.probe_from == 0
+    assert isinstance(member_player(tiny_net(), TINY), NetPlayer)
+    samples, stats = searched_league
+    assert "vs/self/win" not in stats
+    assert sum(stats[f"vs/peer/{r}"] for r in ("win", "draw", "loss")) == pytest.approx(1.0)
+    assert STANDARD.connect * 2 - 1 <= stats["selfplay/plies"] <= STANDARD.cells
+    legal = samples.boards(STANDARD).legal()
+    assert bool((samples.policy[~legal] == 0).all())
+
+
+def test_solver_adjudicates_league_games_from_the_learners_side() -> None:
+    """In two league games on 4x4 connect-3 the learner moves on even plies in the first and
+    odd plies in the second, so a sample's ply names its game. Within each game the late
+    targets are exact and the earlier ones take the exact result of that game's first settled
+    decision (q_weight 0 makes the target that outcome; the learner's decisions are an even
+    number of plies apart, so all on its side), whatever the game went on to do."""
+    cfg = overridden(
+        TINY,
+        {
+            "games": 2,
+            "league_share": 1.0,
+            "opening_plies": 0,
+            "opening_plies_max": 0,
+            "temperature_plies": 16,
+            "q_weight": 0.0,
+            "solve_from": 4,
+            "search": {"simulations": 4},
+        },
+    )
+    opponents = [("stranger", tiny_net(SMALL, seed=SEED + 3))]
+    adjudicated = 0
+    for seed in range(12):
+        samples, _ = self_play(
+            tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), SMALL, opponents=opponents
+        )
+        plain, _ = self_play(
+            tiny_net(SMALL),
+            replace(cfg, solve_from=0),
+            torch.Generator().manual_seed(seed),
+            SMALL,
+            opponents=opponents,
+        )
+        assert torch.equal(samples.mask, plain.mask)  # the solver only rewrites targets
+        assert bool(samples.proven[samples.ply >= cfg.solve_from].all())
+        for parity in (0, 1):
+            mine = torch.nonzero(samples.ply % 2 == parity).squeeze(1).tolist()
+            late = [i for i in mine if samples.ply[i] >= cfg.solve_from]
+            if not late:
+                continue  # that game ended before solve_from
+            settled = float(samples.value[min(late, key=lambda i: int(samples.ply[i]))])
+            early = [i for i in mine if not samples.proven[i]]
+            assert all(float(samples.value[i]) == settled for i in early)
+            adjudicated += any(float(plain.value[i]) != settled for i in early)
+    assert adjudicated > 0  # some game ended otherwise than its first settled position promised
