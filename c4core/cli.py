@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -60,6 +59,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _roles(text: str) -> tuple[str, ...]:
+    from c4core.config import ROLES
+
+    roles = tuple(r.strip() for r in text.split(",") if r.strip())
+    unknown = [r for r in roles if r not in ROLES]
+    if not roles or unknown:
+        raise argparse.ArgumentTypeError(f"choose roles from {', '.join(ROLES)}, got {text!r}")
+    return roles
+
+
 def _registry(args: argparse.Namespace) -> Any:
     return registry_fetch(tracking_uri(args.tracking_uri))
 
@@ -80,7 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--games", type=_positive_even, help="override games per iteration (either learner)")
     lg.add_argument("--match-games", type=_positive_even, help="override games per league pairing")
     lg.add_argument("--seed", type=_non_negative, help="league seed")
-    lg.add_argument("--threads", type=_positive, help="torch CPU threads (default: every core)")
+    lg.add_argument(
+        "--roles",
+        type=_roles,
+        help="the league's learners, comma-separated: main first, then main-exploiter and/or "
+        "league-exploiter (default: the profile's)",
+    )
+    lg.add_argument("--threads", type=_positive, help="torch CPU threads of this process (default: 1)")
     lg.add_argument(
         "--store",
         choices=("mlflow", "local"),
@@ -284,10 +299,13 @@ def cmd_league(args: argparse.Namespace) -> int:
         games=args.games,
         match_games=args.match_games,
         seed=args.seed,
+        roles=args.roles,
     )
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
-    torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    # one thread by default: the learners of a generation train in processes of their own, and
+    # small forwards scale badly across threads (docs/BENCHMARKS.md)
+    torch.set_num_threads(args.threads or 1)
     tags = parse_tags(args.tag)
     if args.store is None:
         args.store = "local" if args.dir is not None else "mlflow"
@@ -316,14 +334,14 @@ def cmd_league(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     start = time.perf_counter()
-    done_by = [0]  # iterations up to the end of each generation
+    done_by = [0]  # iterations up to the end of each generation, every role's
     for g in range(1, config.generations + 1):
-        done_by.append(done_by[-1] + config.iterations(g))
+        done_by.append(done_by[-1] + sum(config.iterations(g, role) for role in config.roles_at(g)))
     total = done_by[-1]
     with tqdm(total=total, unit="it", desc="training", file=sys.stderr, disable=None) as bar:
 
-        def on_iteration(g: int, i: int, m: dict[str, float]) -> None:
-            bar.set_description(f"gen {g}")
+        def on_iteration(member: str, i: int, m: dict[str, float]) -> None:
+            bar.set_description(member)
             if "vs/tactical/win" in m:  # PPO plays the bot; AlphaZero only itself
                 bar.set_postfix(vs_tactical=f"{m['vs/tactical/win']:.2f}", refresh=False)
             else:

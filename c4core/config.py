@@ -25,6 +25,13 @@ Never change the default of a field so marked: leagues that kept it would then r
 made under the old value."""
 
 
+MAIN = "main"
+ROLES = (MAIN, "main-exploiter", "league-exploiter")
+"""The league's learners, after AlphaStar's: the main agent and its two kinds of exploiter."""
+ROLE_SUFFIX = {MAIN: "", "main-exploiter": "-me", "league-exploiter": "-le"}
+"""What a role's snapshot names carry after ``gen<g>`` (`snapshot_name`)."""
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Search settings; the defaults are for evaluation (noise off, greedy move choice)."""
@@ -186,6 +193,12 @@ class AlphaZeroConfig:
     with endgame tablebases the same way). Openings stay the network's own to learn."""
     solve_nodes: int = 200_000
     """Node budget of one exact solve: a position that needs more keeps its search targets."""
+    league_share: float = field(default=0.0, metadata={HASHED: "when-changed"})
+    """Fraction of each iteration's games the learner plays against league members drawn by
+    PFSP (`c4core.league.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
+    league_simulations: int = field(default=0, metadata={HASHED: "when-changed"})
+    """How a drawn member plays in those games: 0 samples its raw network's policy; above 0 it
+    searches with this many simulations a move (no root noise), as the learner does."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
@@ -200,9 +213,16 @@ class AlphaZeroConfig:
             raise ValueError("opening_plies_max must be at least opening_plies")
         if self.solve_from < 0 or self.solve_nodes < 1:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
+        if not 0.0 <= self.league_share <= 1.0:
+            raise ValueError(f"league_share must be within 0..1, got {self.league_share}")
+        if type(self.league_simulations) is not int or self.league_simulations < 0:
+            raise ValueError(f"league_simulations must be 0 or more, got {self.league_simulations!r}")
 
     def inert(self) -> frozenset[str]:
-        return frozenset() if self.solve_from else frozenset({"solve_nodes"})
+        names = set() if self.solve_from else {"solve_nodes"}
+        if not self.league_share:
+            names.add("league_simulations")
+        return frozenset(names)
 
 
 @dataclass(frozen=True)
@@ -236,6 +256,24 @@ class LeagueConfig:
     snapshots the learner does worst against are drawn most."""
     pfsp_prior: float = field(default=0.5, metadata={HASHED: "when-changed"})
     """With PFSP: the score taken for a snapshot the learner has no record against."""
+    roles: tuple[str, ...] = field(default=("main",), metadata={HASHED: "when-changed"})
+    """The league's learners (AlphaStar's roles, Vinyals et al. 2019), each training one
+    snapshot a generation, all at once in processes of their own: ``"main"``, the main agent
+    (always first; only its snapshots can be champion), ``"main-exploiter"``, which trains
+    only against the current champion, and ``"league-exploiter"``, which trains against the
+    whole league drawn by PFSP. Exploiters learn by PPO and join from generation 2, once there
+    is a champion."""
+    exploiter_base: str = field(default="fresh", metadata={HASHED: "when-changed"})
+    """Where a main exploiter starts, and restarts after a reset: ``"fresh"``, a new network;
+    ``"first"``, the main agent's first snapshot. A league exploiter starts there too."""
+    exploiter_reset_score: float = field(default=0.7, metadata={HASHED: "when-changed"})
+    """A main exploiter whose last snapshot scored at least this against the champion it
+    trained on starts again from `exploiter_base` (AlphaStar resets at 70% wins)."""
+    exploiter_reset_generations: int = field(default=4, metadata={HASHED: "when-changed"})
+    """A main exploiter also starts again after this many generations from its last start."""
+    processes: int = 0
+    """Learner processes a generation trains in at once (each with one torch thread); 0: one per
+    role, at most the machine's cores. 1 trains the roles one after another in this process."""
     gating_games: int = 400
     """Games of the gating match in which the league's champion challenges the registry-wide
     champion of another league (colours alternated, random openings as in league matches)."""
@@ -268,6 +306,16 @@ class LeagueConfig:
             raise ValueError(f"pfsp_prior must be within 0..1, got {self.pfsp_prior}")
         if not 0.5 <= self.gating_score <= 1.0:
             raise ValueError(f"gating_score must be within 0.5..1, got {self.gating_score}")
+        if not self.roles or self.roles[0] != MAIN or len(set(self.roles)) != len(self.roles):
+            raise ValueError(f"roles must start with {MAIN!r} and name each role once, got {self.roles!r}")
+        if unknown := set(self.roles) - set(ROLES):
+            raise ValueError(f"unknown role(s) {', '.join(sorted(unknown))}: choose from {', '.join(ROLES)}")
+        if self.exploiter_base not in ("fresh", "first"):
+            raise ValueError(f"exploiter_base must be 'fresh' or 'first', got {self.exploiter_base!r}")
+        if not 0.5 < self.exploiter_reset_score <= 1.0:
+            raise ValueError(f"exploiter_reset_score must be within 0.5..1, got {self.exploiter_reset_score}")
+        if self.exploiter_reset_generations < 1 or self.processes < 0:
+            raise ValueError("exploiter_reset_generations must be at least 1, and processes 0 or more")
         if self.alphazero_from < 0:
             raise ValueError("alphazero_from must be 0 (never) or a generation number")
         if self.net.rows != self.rows or self.net.cols != self.cols:
@@ -278,13 +326,19 @@ class LeagueConfig:
     def geometry(self) -> Geometry:
         return Geometry(self.rows, self.cols, self.connect)
 
-    def learner(self, generation: int) -> str:
-        """Which learner trains `generation`: ``"ppo"`` or ``"alphazero"``."""
-        return "alphazero" if 0 < self.alphazero_from <= generation else "ppo"
+    def learner(self, generation: int, role: str = "main") -> str:
+        """Which learner trains `role`'s snapshot of `generation`: ``"ppo"`` or ``"alphazero"``
+        (the main agent's from `alphazero_from` on; exploiters always PPO)."""
+        return "alphazero" if role == MAIN and 0 < self.alphazero_from <= generation else "ppo"
 
-    def iterations(self, generation: int) -> int:
-        """Training iterations of `generation` (its learner's)."""
-        return (self.alphazero if self.learner(generation) == "alphazero" else self.ppo).iterations
+    def roles_at(self, generation: int) -> tuple[str, ...]:
+        """The roles that train a snapshot in `generation`: the main agent alone in the first
+        (no champion exists yet for an exploiter to train against), every role after."""
+        return self.roles if generation > 1 else (MAIN,)
+
+    def iterations(self, generation: int, role: str = "main") -> int:
+        """Training iterations of `role`'s snapshot of `generation` (its learner's)."""
+        return (self.alphazero if self.learner(generation, role) == "alphazero" else self.ppo).iterations
 
     def describe_training(self) -> str:
         """One line on how the generations train, for logs and model cards."""
@@ -326,16 +380,20 @@ class LeagueConfig:
         d["alphazero"] = AlphaZeroConfig(**az, search=replace(AlphaZeroConfig().search, **search))
         d["ppo"] = PPOConfig(**d.get("ppo", {}))
         d["net"] = NetConfig(**d.get("net", {}))
+        if "roles" in d:  # JSON and MLflow give a list back
+            d["roles"] = tuple(d["roles"])
         return cls(**d)
 
     def inert(self) -> frozenset[str]:
         # what a generation produces stays: its name, length, device, and how its champion
         # challenges other leagues' are not part of it
-        names = {"name", "generations", "profile", "device", "gating_games", "gating_score"}
+        names = {"name", "generations", "profile", "device", "gating_games", "gating_score", "processes"}
         if not self.alphazero_from:  # no generation uses the AlphaZero learner
             names |= {"alphazero", "alphazero_from"}
-        if self.opponent_sampling != "pfsp":
+        if self.opponent_sampling != "pfsp" and not self.alphazero.league_share and len(self.roles) == 1:
             names.add("pfsp_prior")
+        if len(self.roles) == 1:  # no exploiter: how exploiters start and reset changes nothing
+            names |= {"exploiter_base", "exploiter_reset_score", "exploiter_reset_generations"}
         return frozenset(names)
 
     def training_hash(self) -> str:
@@ -373,12 +431,14 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=20,
         gating_games=20,
     ),
+    # the main agent and a main exploiter: two learners, one per core (docs/BENCHMARKS.md)
     "cpu": LeagueConfig(
         profile="cpu",
         generations=6,
         ppo=PPOConfig(iterations=25, games=768),
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
+        roles=("main", "main-exploiter"),
     ),
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
     # from them, rescored by the exact solver from ply 16: 101 minutes on 2 cores
@@ -399,6 +459,7 @@ PROFILES: dict[str, LeagueConfig] = {
         alphazero_from=7,
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
+        roles=("main", "main-exploiter"),
     ),
     "gpu": LeagueConfig(
         profile="gpu",
@@ -407,6 +468,7 @@ PROFILES: dict[str, LeagueConfig] = {
         net=NetConfig(blocks=4, channels=64),
         match_games=400,
         device="cuda",
+        roles=ROLES,  # AlphaStar's three kinds of learner, a GPU pod each
     ),
 }
 
@@ -450,11 +512,18 @@ def league_config(
     match_games: int | None = None,
     seed: int | None = None,
     device: str | None = None,
+    roles: tuple[str, ...] | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
     and games those of both learners). A ValueError names a bad value."""
-    given = {"generations": generations, "match_games": match_games, "seed": seed, "device": device}
+    given = {
+        "generations": generations,
+        "match_games": match_games,
+        "seed": seed,
+        "device": device,
+        "roles": tuple(roles) if roles is not None else None,
+    }
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     return with_training(config, iterations, games)
 
@@ -464,15 +533,32 @@ BOT_NAMES = ("random", "tactical")
 """The scripted members every league holds, anchoring its ratings."""
 
 
-def snapshot_name(generation: int) -> str:
-    """The member name of generation `generation`'s snapshot: ``gen<g>``."""
-    return f"gen{generation}"
+def snapshot_name(generation: int, role: str = MAIN) -> str:
+    """The member name of `role`'s snapshot of generation `generation`: ``gen<g>`` for the main
+    agent (as before roles existed), ``gen<g>-me`` and ``gen<g>-le`` for the exploiters."""
+    return f"gen{generation}{ROLE_SUFFIX[role]}"
+
+
+def _parse(member: str) -> tuple[int, str] | None:
+    body = member.removeprefix("gen")
+    if body == member:
+        return None
+    for role, suffix in ROLE_SUFFIX.items():
+        digits = body.removesuffix(suffix) if suffix else body
+        if (digits != body or not suffix) and digits.isascii() and digits.isdigit():
+            return int(digits), role
+    return None
 
 
 def generation_of(member: str) -> int | None:
-    """The generation whose snapshot `member` names (``gen3`` -> 3); None for a bot or any other
-    name."""
-    digits = member.removeprefix("gen")
-    if digits != member and digits.isascii() and digits.isdigit():
-        return int(digits)
-    return None
+    """The generation whose snapshot `member` names (``gen3`` and ``gen3-me`` -> 3); None for a
+    bot or any other name."""
+    parsed = _parse(member)
+    return parsed[0] if parsed else None
+
+
+def role_of(member: str) -> str | None:
+    """The role whose snapshot `member` names (``gen3`` -> ``"main"``, ``gen3-le`` ->
+    ``"league-exploiter"``); None for a bot or any other name."""
+    parsed = _parse(member)
+    return parsed[1] if parsed else None

@@ -112,10 +112,10 @@ def registry_line(store: MLflowStore, member: str) -> str | None:
     return line
 
 
-def iteration_line(generation: int, iteration: int, total: int, metrics: Mapping[str, float]) -> str:
-    """One training iteration as a progress line: the win rate against each opponent, then
-    the losses, e.g. ``gen 2 iteration 3/25: win vs random 0.97, vs self 0.50; policy loss
-    0.412, value loss 0.301 (4.1 s)``."""
+def iteration_line(member: str, iteration: int, total: int, metrics: Mapping[str, float]) -> str:
+    """One training iteration of snapshot `member` as a progress line: the win rate against
+    each opponent, then the losses, e.g. ``gen2 iteration 3/25: win vs random 0.97, vs self
+    0.50; policy loss 0.412, value loss 0.301 (4.1 s)``."""
     wins = [
         f"vs {k.split('/')[1]} {v:.2f}"
         for k, v in metrics.items()
@@ -125,7 +125,7 @@ def iteration_line(generation: int, iteration: int, total: int, metrics: Mapping
         f"{k.split('/')[1]} loss {metrics[k]:.3f}" for k in ("losses/policy", "losses/value") if k in metrics
     ]
     seconds = metrics.get("charts/seconds", metrics.get("charts/selfplay_seconds"))
-    line = f"gen {generation} iteration {iteration + 1}/{total}: win " + ", ".join(wins)
+    line = f"{member} iteration {iteration + 1}/{total}: win " + ", ".join(wins)
     line += "; " + ", ".join(losses) if losses else ""
     return line + (f" ({seconds:.1f} s)" if seconds is not None else "")
 

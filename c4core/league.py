@@ -1,12 +1,24 @@
 """The league: members, results, `pick_opponents`, and the generation step everything calls.
 
-Members are the two scripted bots plus one frozen snapshot per generation (``gen1``, ``gen2``,
-...). A generation trains the learner, continuing from the previous snapshot: PPO against the
-bots, three snapshots and itself (the highest-rated, or drawn by prioritized fictitious
-self-play, `pfsp_weights`), or, from generation `alphazero_from` on, the AlphaZero-style learner
-against itself with search. The new snapshot then plays every member,
-and one joint Elo fit over all recorded results rates everyone, whichever learner made it. The
-champion is the best-rated snapshot.
+Members are the two scripted bots plus one frozen snapshot per generation and role (``gen1``,
+``gen2``, ... for the main agent; ``gen2-me`` and ``gen2-le`` for its exploiters). A generation
+trains every role's learner at once, each in a process of its own (`train_learners`):
+
+- the **main agent**, continuing from its previous snapshot: PPO against the bots, three
+  snapshots and itself (the highest-rated, or drawn by prioritized fictitious self-play,
+  `pfsp_weights`), or, from generation `alphazero_from` on, the AlphaZero-style learner against
+  itself with search, a `league_share` of its games against members drawn by PFSP;
+- the **main exploiter** (AlphaStar's), by PPO against the current champion only. It starts
+  from `exploiter_base` and starts again once it beats the champion it trained on in
+  `exploiter_reset_score` of its games, or after `exploiter_reset_generations` generations
+  (`main_exploiter_start`);
+- the **league exploiter**, by PPO against the whole league drawn by PFSP.
+
+Every new snapshot then plays every member and every other new snapshot, and one joint Elo fit
+over all recorded results rates everyone, whichever learner made it. The champion is the
+best-rated main-agent snapshot: an exploiter is a teacher and a probe, never the champion.
+How much the main exploiter beats the champion it trained on is the champion's
+`exploitability`.
 
 The league's state lives behind `LeagueStore`, so the same steps run on a local folder (here)
 or on MLflow (`c4core.registry`), and every step is idempotent: a snapshot or match that the
@@ -17,19 +29,22 @@ config and the profiles live in `c4core.config`.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import queue
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
-from c4core.config import BOT_NAMES, LeagueConfig, generation_of, snapshot_name
+from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
 from c4core.match import MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
@@ -37,13 +52,21 @@ from c4core.ppo import train as train_ppo
 
 
 class LeagueStore(Protocol):
-    """Where a league keeps its snapshots and match records."""
+    """Where a league keeps its snapshots and match records. A store is picklable, and its
+    copy in another process sees the same league: the learners train in processes of their own."""
 
-    def snapshot(self, generation: int) -> Checkpoint | None:
-        """The snapshot of `generation`, if it exists."""
+    def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
+        """`role`'s snapshot of `generation`, if it exists."""
 
     def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
-        """Store a snapshot atomically, with its training metrics per iteration."""
+        """Store a snapshot (of `checkpoint.role`) atomically, with its training metrics per
+        iteration."""
+
+    def log_iteration(
+        self, generation: int, iteration: int, metrics: Mapping[str, float], role: str = MAIN
+    ) -> None:
+        """Record one training iteration's metrics as it finishes (a store may keep them only
+        with the snapshot)."""
 
     def results(self) -> list[MatchResult]:
         """Every recorded match."""
@@ -59,16 +82,20 @@ class LocalStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def _path(self, generation: int) -> Path:
-        return self.root / f"{snapshot_name(generation)}.pt"
-
-    def snapshot(self, generation: int) -> Checkpoint | None:
-        path = self._path(generation)
+    def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
+        path = self.root / f"{snapshot_name(generation, role)}.pt"
         return Checkpoint.load(path) if path.exists() else None
 
     def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
-        checkpoint.save(self._path(checkpoint.generation))
-        atomic_write(self.root / f"{snapshot_name(checkpoint.generation)}.metrics.json", json.dumps(metrics))
+        name = snapshot_name(checkpoint.generation, checkpoint.role)
+        # the metrics first: the checkpoint's presence is what marks the snapshot done
+        atomic_write(self.root / f"{name}.metrics.json", json.dumps(metrics))
+        checkpoint.save(self.root / f"{name}.pt")
+
+    def log_iteration(
+        self, generation: int, iteration: int, metrics: Mapping[str, float], role: str = MAIN
+    ) -> None:
+        """Nothing: a folder keeps the metrics with the snapshot (`save_snapshot`)."""
 
     def results(self) -> list[MatchResult]:
         path = self.root / "matches.jsonl"
@@ -92,10 +119,23 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 # ---- steps ---------------------------------------------------------------------------------------
-def members(store: LeagueStore, generations: int) -> list[str]:
-    """Bots first, then every snapshot that exists up to `generations`."""
-    snaps = [snapshot_name(g) for g in range(1, generations + 1) if store.snapshot(g) is not None]
+def members(store: LeagueStore, config: LeagueConfig, generations: int) -> list[str]:
+    """Bots first, then every role's snapshot that exists up to `generations`, by generation."""
+    snaps = [
+        snapshot_name(g, role)
+        for g in range(1, generations + 1)
+        for role in config.roles_at(g)
+        if store.snapshot(g, role) is not None
+    ]
     return list(BOT_NAMES) + snaps
+
+
+def new_pairs(store: LeagueStore, config: LeagueConfig, generation: int) -> list[tuple[str, str]]:
+    """The matches `generation` adds: each of its new snapshots against every earlier member,
+    then the new snapshots against each other."""
+    new = [snapshot_name(generation, role) for role in config.roles_at(generation)]
+    old = members(store, config, generation - 1)
+    return [(a, b) for a in new for b in old] + [(a, b) for i, a in enumerate(new) for b in new[i + 1 :]]
 
 
 def fit_ratings(results: Iterable[MatchResult]) -> EloFit | None:
@@ -103,28 +143,97 @@ def fit_ratings(results: Iterable[MatchResult]) -> EloFit | None:
     return fit_elo(records) if records else None
 
 
-def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int) -> list[str]:
-    """The learner's opponents for `generation`: both bots, `top_snapshots` snapshots so far
-    (the best-rated, or drawn by PFSP: `opponent_sampling`), itself; only itself when the
-    AlphaZero-style learner trains it."""
+def results_upto(results: Iterable[MatchResult], generation: int) -> list[MatchResult]:
+    """The records among the bots and snapshots up to `generation`: what the league knew when
+    that generation ended, whatever later generations have played since."""
+
+    def known(name: str) -> bool:
+        g = generation_of(name)
+        return name in BOT_NAMES or (g is not None and g <= generation)
+
+    return [r for r in results if known(r.a) and known(r.b)]
+
+
+def champion_after(results: Iterable[MatchResult], generation: int) -> str | None:
+    """The champion once `generation` had played: the best-rated main-agent snapshot then."""
+    fit = fit_ratings(results_upto(results, generation))
+    mains = [m for m in fit.ratings if role_of(m) == MAIN] if fit else []
+    return champion(fit) if fit and mains else None
+
+
+def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int, role: str = MAIN) -> list[str]:
+    """`role`'s opponents in `generation`.
+
+    - The main agent by PPO: both bots, `top_snapshots` snapshots so far (the best-rated, or
+      drawn by PFSP: `opponent_sampling`), and itself. By AlphaZero: itself, and with a
+      `league_share`, `top_snapshots` snapshots drawn by PFSP.
+    - The main exploiter: the champion, only.
+    - The league exploiter: `top_snapshots` members of the whole league drawn by PFSP.
+    """
+    results = results_upto(store.results(), generation - 1)
+    league = members(store, config, generation - 1)
+    snaps = [m for m in league if m not in BOT_NAMES]
+    if role == "main-exploiter":
+        target = champion_after(results, generation - 1)
+        if target is None:
+            raise ValueError(f"generation {generation}: no champion yet for a main exploiter to train on")
+        return [target]
+    if role == "league-exploiter":
+        return _pfsp_pick(results, config, generation, role, league)
     if config.learner(generation) == "alphazero":
-        return ["self"]
-    results = store.results()
-    snaps = [m for m in members(store, generation - 1) if m not in BOT_NAMES]
+        share = config.alphazero.league_share
+        return ["self"] + (_pfsp_pick(results, config, generation, role, snaps) if share else [])
     if config.opponent_sampling == "pfsp":
-        learner = snapshot_name(generation - 1)  # whose weights the learner starts from
-        scores = {}
-        for m in snaps:
-            wdl = head_to_head(results, learner, m) if m != learner else None
-            scores[m] = wdl.score if wdl is not None and wdl.games else None
-        weights = pfsp_weights(scores, config.pfsp_prior)
-        rng = np.random.default_rng(_seed(config, generation, "pfsp"))
-        picked = weighted_sample(weights, config.top_snapshots, rng)
+        picked = _pfsp_pick(results, config, generation, role, snaps)
     else:
         fit = fit_ratings(results)
         ratings = fit.ratings if fit else {}
         picked = sorted(snaps, key=lambda m: (-ratings.get(m, float("-inf")), m))[: config.top_snapshots]
     return list(BOT_NAMES) + picked + ["self"]
+
+
+def _pfsp_pick(
+    results: list[MatchResult], config: LeagueConfig, generation: int, role: str, candidates: list[str]
+) -> list[str]:
+    """`top_snapshots` of `candidates` drawn by PFSP for `role`'s learner, scored from the
+    records of the snapshot it starts from (its previous one)."""
+    learner = snapshot_name(generation - 1, role)
+    scores = {}
+    for m in candidates:
+        wdl = head_to_head(results, learner, m) if m != learner else None
+        scores[m] = wdl.score if wdl is not None and wdl.games else None
+    rng = np.random.default_rng(_seed(config, generation, "pfsp" if role == MAIN else f"pfsp:{role}"))
+    return weighted_sample(pfsp_weights(scores, config.pfsp_prior), config.top_snapshots, rng)
+
+
+def main_exploiter_start(results: Iterable[MatchResult], config: LeagueConfig, generation: int) -> int:
+    """The generation in which the main exploiter training in `generation` last started from
+    `exploiter_base`. It starts in generation 2 and again in any generation h after its last
+    snapshot (h - 1's) scored at least `exploiter_reset_score` against the champion it trained
+    on, or once `exploiter_reset_generations` generations have passed since it started."""
+    results = list(results)
+    start = 2
+    for h in range(3, generation + 1):
+        wdl = _exploiter_record(results, h - 1)
+        beaten = wdl is not None and wdl.games > 0 and wdl.score >= config.exploiter_reset_score
+        if beaten or h - start >= config.exploiter_reset_generations:
+            start = h
+    return start
+
+
+def _exploiter_record(results: list[MatchResult], generation: int) -> Any:
+    """The W/D/L of `generation`'s main exploiter against the champion it trained on."""
+    target = champion_after(results, generation - 1)
+    if target is None:
+        return None
+    return head_to_head(results, snapshot_name(generation, "main-exploiter"), target)
+
+
+def exploitability(results: Iterable[MatchResult], generation: int) -> float | None:
+    """How far `generation`'s main exploiter beat the champion it trained on: its score against
+    it in their league match (a draw counts half); None before the match."""
+    wdl = _exploiter_record(list(results), generation)
+    return wdl.score if wdl is not None and wdl.games else None
 
 
 def pfsp_weights(scores: Mapping[str, float | None], prior: float) -> dict[str, float]:
@@ -145,15 +254,58 @@ def weighted_sample(weights: Mapping[str, float], k: int, rng: np.random.Generat
     return [m for _, m in ranked[:k]]
 
 
+def iterations_to_beat(
+    results: Iterable[MatchResult],
+    config: LeagueConfig,
+    metrics: Mapping[int, list[dict[str, float]]],
+    upto: int,
+    threshold: float = 0.55,
+) -> list[dict[str, Any]]:
+    """For each champion in turn that the main exploiter trained on up to generation `upto`: the
+    generation it first did (``from_generation``), the iterations it trained on it
+    (``trained``), and after how many of them its score in the training games against it (wins,
+    draws half) first reached `threshold` (``iterations``; None: not yet). `metrics` holds the
+    main exploiter's per-iteration metrics by generation."""
+    results = list(results)
+    rows: list[dict[str, Any]] = []
+    for g in range(2, upto + 1):
+        if "main-exploiter" not in config.roles_at(g):
+            continue
+        target = champion_after(results, g - 1)
+        if not rows or rows[-1]["champion"] != target:
+            rows.append({"champion": target, "from_generation": g, "trained": 0, "iterations": None})
+        row = rows[-1]
+        for m in metrics.get(g, []):
+            row["trained"] += 1
+            score = m.get(f"vs/{target}/win", 0.0) + m.get(f"vs/{target}/draw", 0.0) / 2
+            if row["iterations"] is None and score >= threshold:
+                row["iterations"] = row["trained"]
+    return rows
+
+
 def load_member(store: LeagueStore, name: str, config: LeagueConfig, greedy: bool = True) -> Player:
     if name in BOTS:
         return BOTS[name]()
-    generation = generation_of(name)
-    if generation is not None:
-        ckpt = store.snapshot(generation)
+    generation, role = generation_of(name), role_of(name)
+    if generation is not None and role is not None:
+        ckpt = store.snapshot(generation, role)
         if ckpt is not None:
             return NetPlayer(ckpt.build(config.device), name=name, greedy=greedy)
     raise ValueError(f"league {config.name!r} has no member {name!r}")
+
+
+def starting_point(store: LeagueStore, config: LeagueConfig, generation: int, role: str = MAIN) -> str | None:
+    """The snapshot `role`'s learner starts `generation` from (None: a fresh network). The main
+    agent and the league exploiter continue from their previous snapshot; the main exploiter
+    too, unless it starts again (`main_exploiter_start`) from `exploiter_base`."""
+    if role == MAIN:
+        return snapshot_name(generation - 1) if generation > 1 else None
+    restart = generation == 2 or (
+        role == "main-exploiter" and main_exploiter_start(store.results(), config, generation) == generation
+    )
+    if not restart:
+        return snapshot_name(generation - 1, role)
+    return snapshot_name(1) if config.exploiter_base == "first" else None
 
 
 def train_generation(
@@ -162,18 +314,22 @@ def train_generation(
     generation: int,
     opponents: list[str],
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    role: str = MAIN,
 ) -> Checkpoint:
-    """Train snapshot `generation` (reusing it if the store has it) and store it."""
-    existing = store.snapshot(generation)
+    """Train `role`'s snapshot of `generation` (reusing it if the store has it) and store it;
+    each iteration's metrics go to `store.log_iteration` as it ends."""
+    existing = store.snapshot(generation, role)
     if existing is not None:
         return existing
-    torch.manual_seed(_seed(config, generation, "init"))
+    tag = "" if role == MAIN else f":{role}"  # the main agent's seeds are those from before roles
+    torch.manual_seed(_seed(config, generation, "init" + tag))
     net = PolicyValueNet(config.net).to(config.device)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.ppo.learning_rate)
-    previous = store.snapshot(generation - 1) if generation > 1 else None
+    start = starting_point(store, config, generation, role)
+    previous = load_snapshot(store, start) if start is not None else None
     if previous is not None:
         net.load_state_dict(previous.model)
-        if previous.optimizer:
+        if previous.optimizer and previous.role == role:  # its own run goes on; a restart is fresh
             optimizer.load_state_dict(previous.optimizer)
     # snapshots in training play stochastically, so the learner meets varied games
     players = [None if o == "self" else load_member(store, o, config, greedy=False) for o in opponents]
@@ -181,19 +337,129 @@ def train_generation(
 
     def record(i: int, m: dict[str, float]) -> None:
         metrics.append(m)
+        store.log_iteration(generation, i, m, role)
         if on_iteration is not None:
             on_iteration(i, m)
 
-    seed = _seed(config, generation, "train")
-    if config.learner(generation) == "alphazero":
-        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record)
+    seed = _seed(config, generation, "train" + tag)
+    if config.learner(generation, role) == "alphazero":
+        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
+        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, opponents=members)
     else:
         for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
             group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
         train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record)
-    ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict())
+    ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
     store.save_snapshot(ckpt, metrics)
     return ckpt
+
+
+def load_snapshot(store: LeagueStore, member: str) -> Checkpoint:
+    """The checkpoint of snapshot `member`; a ValueError if the store has none."""
+    generation, role = generation_of(member), role_of(member)
+    ckpt = store.snapshot(generation, role) if generation is not None and role is not None else None
+    if ckpt is None:
+        raise ValueError(f"the league has no snapshot {member!r}")
+    return ckpt
+
+
+def train_learners(
+    store: LeagueStore,
+    config: LeagueConfig,
+    generation: int,
+    plan: Mapping[str, list[str]],
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None = None,
+) -> dict[str, Checkpoint]:
+    """Train every role of `plan` (role -> its opponents) for `generation`, reusing what the store
+    holds, and return each role's snapshot. With more than one to train and `processes` not 1,
+    each learner trains in a process of its own with one torch thread (small forwards scale
+    badly across threads, docs/BENCHMARKS.md), at most `processes` at once (0: one per core).
+    `on_iteration(member, i, metrics)` is called here, in this process, for every learner."""
+    todo = [role for role in plan if store.snapshot(generation, role) is None]
+    workers = config.processes or min(len(todo), os.cpu_count() or 1)
+    if len(todo) > 1 and workers > 1:
+        _train_in_processes(store, config, generation, {r: plan[r] for r in todo}, on_iteration, workers)
+    else:
+        for role in todo:
+            name = snapshot_name(generation, role)
+            cb = (lambda i, m, name=name: on_iteration(name, i, m)) if on_iteration else None
+            train_generation(store, config, generation, plan[role], cb, role)
+    return {role: load_snapshot(store, snapshot_name(generation, role)) for role in plan}
+
+
+def _train_in_processes(
+    store: LeagueStore,
+    config: LeagueConfig,
+    generation: int,
+    plan: Mapping[str, list[str]],
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None,
+    workers: int,
+) -> None:
+    """`train_learners`' processes: spawned (a fork would copy this process's torch threads and
+    any open MLflow connection), each reporting its iterations through one queue. A learner that
+    fails lets the others finish, so that a rerun has less to redo, then raises."""
+    ctx = multiprocessing.get_context("spawn")
+    events = ctx.Queue()
+    waiting = list(plan)
+    running: dict[str, Any] = {}
+    finished: set[str] = set()
+    errors: dict[str, str] = {}
+    while waiting or running:
+        while waiting and len(running) < workers:
+            role = waiting.pop(0)
+            args = (store, config, generation, role, plan[role], events)
+            running[role] = ctx.Process(target=_learner, args=args, name=snapshot_name(generation, role))
+            running[role].start()
+        try:
+            kind, role, payload = events.get(timeout=1.0)
+        except queue.Empty:
+            for role, proc in list(running.items()):  # a learner killed without a word
+                if not proc.is_alive() and role not in finished:
+                    proc.join()
+                    errors[role] = f"its process died (exit code {proc.exitcode})"
+                    running.pop(role)
+            continue
+        if kind == "iteration" and on_iteration is not None:
+            on_iteration(snapshot_name(generation, role), *payload)
+        elif kind in ("done", "error"):
+            finished.add(role)
+            if kind == "error":
+                errors[role] = payload
+            running.pop(role).join()
+    if errors:
+        raise RuntimeError(
+            "; ".join(
+                f"learner {snapshot_name(generation, r)} failed: {e}" for r, e in sorted(errors.items())
+            )
+        )
+
+
+def _learner(
+    store: LeagueStore, config: LeagueConfig, generation: int, role: str, opponents: list[str], events: Any
+) -> None:
+    """One learner process: `train_generation` on one torch thread, its iterations sent back."""
+    _die_with_parent()
+    torch.set_num_threads(1)
+    try:
+        train_generation(
+            store, config, generation, opponents, lambda i, m: events.put(("iteration", role, (i, m))), role
+        )
+    except Exception as e:  # reported to the parent, which raises it with the other learners'
+        events.put(("error", role, f"{type(e).__name__}: {e}"))
+        return
+    events.put(("done", role, None))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (PR_SET_PDEATHSIG), so a killed
+    league leaves no learner writing behind it; elsewhere, nothing."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def match_seed(config: LeagueConfig, a: str, b: str) -> int:
@@ -224,48 +490,60 @@ class GenerationReport:
 
     generation: int
     opponents: list[str]
+    """The main agent's opponents."""
     matches: list[MatchResult]
     fit: EloFit
     champion: str
     seconds: float
+    exploiters: dict[str, list[str]] = field(default_factory=dict)
+    """Each exploiter role that trained, and its opponents."""
 
 
 def champion(fit: EloFit) -> str:
-    snaps = [m for m in fit.ratings if m not in BOT_NAMES]
-    if not snaps:
-        raise ValueError("the league has no snapshots yet")
-    return max(snaps, key=lambda m: (fit.ratings[m], m))
+    """The best-rated main-agent snapshot (an exploiter, however rated, is never champion)."""
+    mains = [m for m in fit.ratings if role_of(m) == MAIN]
+    if not mains:
+        raise ValueError("the league has no main-agent snapshots yet")
+    return max(mains, key=lambda m: (fit.ratings[m], m))
+
+
+def plan_generation(store: LeagueStore, config: LeagueConfig, generation: int) -> dict[str, list[str]]:
+    """Each role training in `generation`, with its opponents (`pick_opponents`)."""
+    return {role: pick_opponents(store, config, generation, role) for role in config.roles_at(generation)}
 
 
 def run_generation(
     store: LeagueStore,
     config: LeagueConfig,
     generation: int,
-    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None = None,
 ) -> GenerationReport:
-    """One generation: pick opponents, train, play every member, refit. The single source of
-    truth that the CLI and the DAG both call (the DAG calls the same steps one task each)."""
+    """One generation: pick opponents, train every role at once, play every new pairing, refit.
+    The single source of truth that the CLI and the DAG both call (the DAG calls the same steps
+    one task each). `on_iteration(member, i, metrics)` follows every learner."""
     start = time.perf_counter()
-    opponents = pick_opponents(store, config, generation)
-    train_generation(store, config, generation, opponents, on_iteration)
-    new = snapshot_name(generation)
-    matches = [play_league_match(store, config, new, other) for other in members(store, generation - 1)]
+    plan = plan_generation(store, config, generation)
+    train_learners(store, config, generation, plan, on_iteration)
+    matches = [play_league_match(store, config, a, b) for a, b in new_pairs(store, config, generation)]
     fit = fit_ratings(store.results())
     assert fit is not None  # the new snapshot has just played
-    return GenerationReport(generation, opponents, matches, fit, champion(fit), time.perf_counter() - start)
+    exploiters = {role: opp for role, opp in plan.items() if role != MAIN}
+    return GenerationReport(
+        generation, plan[MAIN], matches, fit, champion(fit), time.perf_counter() - start, exploiters
+    )
 
 
 def run_league(
     store: LeagueStore,
     config: LeagueConfig,
     on_generation: Callable[[GenerationReport], None] | None = None,
-    on_iteration: Callable[[int, int, dict[str, float]], None] | None = None,
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None = None,
 ) -> GenerationReport:
-    """Run every generation in order (resuming whatever the store already holds)."""
+    """Run every generation in order (resuming whatever the store already holds);
+    `on_iteration(member, i, metrics)` follows every learner."""
     report = None
     for g in range(1, config.generations + 1):
-        cb = (lambda i, m, g=g: on_iteration(g, i, m)) if on_iteration else None
-        report = run_generation(store, config, g, cb)
+        report = run_generation(store, config, g, on_iteration)
         if on_generation is not None:
             on_generation(report)
     assert report is not None

@@ -156,6 +156,9 @@ class Checkpoint:
     """Optimizer state, to resume training."""
     train_config: dict[str, Any] = field(default_factory=dict)
     """The training config (a dataclass as a dict) it was trained with."""
+    role: str = "main"
+    """The league role that trained it (`c4core.config.ROLES`); files from before roles are
+    the main agent's."""
 
     def build(self, device: str | torch.device = "cpu") -> PolicyValueNet:
         net = PolicyValueNet(self.net_config)
@@ -175,6 +178,7 @@ class Checkpoint:
                 "generation": self.generation,
                 "optimizer": self.optimizer,
                 "train_config": self.train_config,
+                "role": self.role,
             },
             tmp,
         )
@@ -200,6 +204,7 @@ class Checkpoint:
                 generation=int(raw["generation"]),
                 optimizer=raw["optimizer"],
                 train_config=dict(raw["train_config"]),
+                role=str(raw.get("role", "main")),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{path} is a damaged c4core checkpoint ({type(e).__name__}: {e})") from None
@@ -212,6 +217,7 @@ class Checkpoint:
         generation: int = 0,
         optimizer: torch.optim.Optimizer | None = None,
         train_config: dict[str, Any] | None = None,
+        role: str = "main",
     ) -> Checkpoint:
         return cls(
             model={k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
@@ -220,4 +226,5 @@ class Checkpoint:
             generation=generation,
             optimizer=optimizer.state_dict() if optimizer is not None else None,
             train_config=train_config or {},
+            role=role,
         )

@@ -67,9 +67,9 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from c4core.config import LeagueConfig, generation_of, snapshot_name
+from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
-from c4core.league import GenerationReport, run_generation
+from c4core.league import GenerationReport, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
 from c4core.report import LeagueData, ReportFiles, build_report, is_plotted
@@ -178,11 +178,16 @@ def search_runs(client: MlflowClient, experiment_id: str, kind: str, tags: Mappi
     return runs
 
 
-def _download_checkpoint(client: MlflowClient, run: Run, generation: int) -> Checkpoint:
-    """The snapshot a finished generation run holds in ``checkpoint/gen<g>.pt``."""
+def _download_checkpoint(client: MlflowClient, run: Run, member: str) -> Checkpoint:
+    """The snapshot a finished generation run holds in ``checkpoint/<member>.pt``."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = client.download_artifacts(run.info.run_id, f"checkpoint/{snapshot_name(generation)}.pt", tmp)
+        path = client.download_artifacts(run.info.run_id, f"checkpoint/{member}.pt", tmp)
         return Checkpoint.load(path)
+
+
+def _run_member(run: Run) -> str:
+    """The member a generation run trained (runs from before roles carry no ``member`` tag)."""
+    return run.data.tags.get("member") or snapshot_name(int(run.data.tags["generation"]))
 
 
 # ---- the store -----------------------------------------------------------------------------------
@@ -190,7 +195,8 @@ class MLflowStore:
     """A league's snapshots and match records kept in MLflow (a `c4core.league.LeagueStore`).
 
     `tags` (for example ``airflow.dag_id``, ``airflow.run_id``, ``airflow.task_id``) are added to
-    every run this store creates.
+    every run this store creates. A store pickles as its recipe (tracking, config, tags), so a
+    learner process opens its own connection to the same league.
     """
 
     def __init__(self, tracking: Tracking, config: LeagueConfig, tags: Mapping[str, str] | None = None):
@@ -201,9 +207,13 @@ class MLflowStore:
         self.client = tracking.client()
         self.experiment_id = self._experiment()
         self.league_run_id = self._league_run()
-        self._snapshots: dict[int, Checkpoint] = {}
-        self._generation_runs: dict[int, Run] = {}
-        self._live: dict[int, tuple[str, int]] = {}  # generation -> (incomplete run id, steps logged)
+        self._snapshots: dict[tuple[int, str], Checkpoint] = {}
+        self._generation_runs: dict[tuple[int, str], Run] = {}
+        # (generation, role) -> (incomplete run id, steps logged)
+        self._live: dict[tuple[int, str], tuple[str, int]] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tracking, self.config, self.extra_tags))
 
     # -- set-up --
     def _experiment(self) -> str:
@@ -247,23 +257,35 @@ class MLflowStore:
     def _complete(run: Run) -> bool:
         return run.data.tags.get(COMPLETE) == "true"
 
-    def generation_run(self, generation: int) -> Run | None:
-        """The complete run of `generation` (the oldest, should there ever be two)."""
-        if generation in self._generation_runs:
-            return self._generation_runs[generation]
-        done = [r for r in self._search("generation", generation=str(generation)) if self._complete(r)]
+    def _runs_of(self, generation: int, role: str) -> list[Run]:
+        """The runs that train `role`'s snapshot of `generation`, complete or not (a run from
+        before roles, with no ``role`` tag, is the main agent's)."""
+        runs = self._search("generation", generation=str(generation))
+        return [r for r in runs if r.data.tags.get("role", MAIN) == role]
+
+    def generation_run(self, generation: int, role: str = MAIN) -> Run | None:
+        """The complete run of `role`'s snapshot of `generation` (the oldest, should there ever
+        be two)."""
+        key = (generation, role)
+        if key in self._generation_runs:
+            return self._generation_runs[key]
+        done = [r for r in self._runs_of(generation, role) if self._complete(r)]
         if not done:
             return None
-        self._generation_runs[generation] = done[0]
+        self._generation_runs[key] = done[0]
         return done[0]
 
-    def _abandon_incomplete(self, kind: str, **tags: str) -> None:
-        """Mark runs a killed driver left incomplete for this key FAILED, and soft-delete them."""
-        for run in self._search(kind, **tags):
+    def _abandon(self, runs: Iterable[Run]) -> None:
+        """Mark runs a killed driver left incomplete FAILED, and soft-delete them."""
+        for run in runs:
             if not self._complete(run):
                 self.client.set_tag(run.info.run_id, "c4.abandoned", _now())
                 self.client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.FAILED))
                 self.client.delete_run(run.info.run_id)
+
+    def _abandon_incomplete(self, kind: str, **tags: str) -> None:
+        """`_abandon` the incomplete runs of one key."""
+        self._abandon(self._search(kind, **tags))
 
     def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
         items = [Param(k, v) for k, v in params.items()]
@@ -271,54 +293,65 @@ class MLflowStore:
             self.client.log_batch(run_id, params=items[lo : lo + 100])
 
     # -- LeagueStore --
-    def snapshot(self, generation: int) -> Checkpoint | None:
-        if generation in self._snapshots:
-            return self._snapshots[generation]
-        run = self.generation_run(generation)
+    def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
+        key = (generation, role)
+        if key in self._snapshots:
+            return self._snapshots[key]
+        run = self.generation_run(generation, role)
         if run is None:
             return None
-        ckpt = _download_checkpoint(self.client, run, generation)
-        self._snapshots[generation] = ckpt
+        ckpt = _download_checkpoint(self.client, run, snapshot_name(generation, role))
+        self._snapshots[key] = ckpt
         return ckpt
 
-    def start_generation(self, generation: int) -> str:
-        """Open the (incomplete) run that a generation trains in; returns its id."""
-        if generation in self._live:
-            return self._live[generation][0]
-        self._abandon_incomplete("generation", generation=str(generation))
+    def start_generation(self, generation: int, role: str = MAIN) -> str:
+        """Open the (incomplete) run that `role`'s snapshot of `generation` trains in; returns
+        its id."""
+        key = (generation, role)
+        if key in self._live:
+            return self._live[key][0]
+        self._abandon(self._runs_of(generation, role))
+        member = snapshot_name(generation, role)
         tags = self._key_tags() | self.extra_tags
-        tags |= {KIND: "generation", "generation": str(generation), PARENT: self.league_run_id}
-        name = f"{self.config.name}/{snapshot_name(generation)}"
-        run = self.client.create_run(self.experiment_id, tags=tags, run_name=name)
+        tags |= {
+            KIND: "generation",
+            "generation": str(generation),
+            "role": role,
+            "member": member,
+            PARENT: self.league_run_id,
+        }
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=f"{self.config.name}/{member}")
         self._log_params(run.info.run_id, config_params(self.config))
-        self._live[generation] = (run.info.run_id, 0)
+        self._live[key] = (run.info.run_id, 0)
         return run.info.run_id
 
-    def log_iteration(self, generation: int, iteration: int, metrics: Mapping[str, float]) -> None:
+    def log_iteration(
+        self, generation: int, iteration: int, metrics: Mapping[str, float], role: str = MAIN
+    ) -> None:
         """Log one training iteration's metrics as it finishes (step = iteration)."""
-        run_id = self.start_generation(generation)
+        run_id = self.start_generation(generation, role)
         now = int(time.time() * 1000)
         batch = [Metric(k, float(v), now, iteration) for k, v in metrics.items()]
         self.client.log_batch(run_id, metrics=batch)
-        self._live[generation] = (run_id, iteration + 1)
+        self._live[(generation, role)] = (run_id, iteration + 1)
 
     def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
-        g = checkpoint.generation
-        if self.generation_run(g) is not None:
+        g, role = checkpoint.generation, checkpoint.role
+        if self.generation_run(g, role) is not None:
             return
-        run_id = self.start_generation(g)
-        logged = self._live[g][1]
+        run_id = self.start_generation(g, role)
+        logged = self._live[(g, role)][1]
         for i in range(logged, len(metrics)):
-            self.log_iteration(g, i, metrics[i])
+            self.log_iteration(g, i, metrics[i], role)
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{snapshot_name(g)}.pt"
+            path = Path(tmp) / f"{snapshot_name(g, role)}.pt"
             checkpoint.save(path)
             self.client.log_artifact(run_id, str(path), "checkpoint")
         # the completion tag comes last: a run without it is an unfinished generation
         self.client.log_batch(run_id, tags=[RunTag(COMPLETE, "true")])
         self.client.set_terminated(run_id, "FINISHED")
-        self._live.pop(g, None)
-        self._snapshots[g] = checkpoint
+        self._live.pop((g, role), None)
+        self._snapshots[(g, role)] = checkpoint
 
     def results(self) -> list[MatchResult]:
         seen: dict[str, MatchResult] = {}
@@ -393,27 +426,37 @@ class MLflowStore:
 
 
 # ---- registry steps ------------------------------------------------------------------------------
-def find_version(store: MLflowStore, generation: int) -> ModelVersion | None:
-    """The registered version of a snapshot, looked up by its league/generation/config tags."""
+def _version_role(version: ModelVersion) -> str:
+    return version.tags.get("role", MAIN)  # versions from before roles are the main agent's
+
+
+def find_version(store: MLflowStore, generation: int, role: str = MAIN) -> ModelVersion | None:
+    """The registered version of `role`'s snapshot of `generation`, looked up by its
+    league/generation/role/config tags."""
     flt = (
         f"name = '{store.tracking.model_name}' and tags.league = '{store.config.name}' "
         f"and tags.generation = '{generation}' and tags.config_hash = '{store.config_hash}'"
     )
-    versions = store.client.search_model_versions(flt)
+    versions = [v for v in store.client.search_model_versions(flt) if _version_role(v) == role]
     versions = sorted(versions, key=lambda v: int(v.version))
     return versions[0] if versions else None
 
 
-def league_versions(store: MLflowStore) -> dict[int, ModelVersion]:
-    """Every registered version of this league and config, by generation."""
+def member_versions(store: MLflowStore) -> dict[str, ModelVersion]:
+    """Every registered version of this league and config, by member name (every role)."""
     flt = (
         f"name = '{store.tracking.model_name}' and tags.league = '{store.config.name}' "
         f"and tags.config_hash = '{store.config_hash}'"
     )
-    out: dict[int, ModelVersion] = {}
+    out: dict[str, ModelVersion] = {}
     for v in sorted(store.client.search_model_versions(flt), key=lambda v: int(v.version)):
-        out.setdefault(int(v.tags["generation"]), v)
+        out.setdefault(v.tags.get("member") or snapshot_name(int(v.tags["generation"])), v)
     return out
+
+
+def league_versions(store: MLflowStore, role: str = MAIN) -> dict[int, ModelVersion]:
+    """The registered versions of `role`'s snapshots in this league and config, by generation."""
+    return {int(v.tags["generation"]): v for m, v in member_versions(store).items() if role_of(m) == role}
 
 
 def _win_vs_tactical(results: Iterable[MatchResult], member: str) -> float | None:
@@ -422,17 +465,38 @@ def _win_vs_tactical(results: Iterable[MatchResult], member: str) -> float | Non
     return wdl.win / wdl.games if wdl is not None else None
 
 
-def model_card(store: MLflowStore, generation: int, fit: EloFit | None, win_vs_tactical: float | None) -> str:
+ROLE_CARD = {
+    MAIN: "main agent (the league's learner; its snapshots can be champion)",
+    "main-exploiter": "main exploiter (trains only against the current champion, to find its "
+    "weaknesses; never champion)",
+    "league-exploiter": "league exploiter (trains against the whole league, drawn by PFSP; never champion)",
+}
+"""What each role is, as the model card says it."""
+
+
+def model_card(
+    store: MLflowStore,
+    generation: int,
+    fit: EloFit | None,
+    win_vs_tactical: float | None,
+    role: str = MAIN,
+) -> str:
     """The version's description: a short model card."""
     c = store.config
-    member = snapshot_name(generation)
+    member = snapshot_name(generation, role)
+    training = (
+        replace(c, generations=generation).describe_training()
+        if role == MAIN
+        else f"{c.ppo.iterations} PPO iterations x {c.ppo.games} games a generation"
+    )
     lines = [
         f"**Connect Four policy-value net**, snapshot `{member}` of league `{c.name}` "
         f"(config `{store.config_hash}`, profile `{c.profile}`).",
         "",
+        f"- Role: {ROLE_CARD[role]}.",
         f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels, "
         f"board {c.rows}x{c.cols}, connect {c.connect}.",
-        f"- Training: {replace(c, generations=generation).describe_training()}.",
+        f"- Training: {training}.",
     ]
     if fit is not None and member in fit.ratings:
         lo, hi = fit.ci95[member]
@@ -476,18 +540,21 @@ def _ensure_registered_model(store: MLflowStore) -> None:
         client.update_registered_model(name, description=MODEL_DESCRIPTION)
 
 
-def register_snapshot(store: MLflowStore, generation: int, fit: EloFit | None = None) -> ModelVersion:
-    """Register snapshot `generation` as a version of the model (reusing one that exists)."""
+def register_snapshot(
+    store: MLflowStore, generation: int, fit: EloFit | None = None, role: str = MAIN
+) -> ModelVersion:
+    """Register `role`'s snapshot of `generation` as a version of the model (reusing one that
+    exists)."""
     from c4core.serving import save_pyfunc
 
-    existing = find_version(store, generation)
+    existing = find_version(store, generation, role)
     if existing is not None:
         return existing
-    run = store.generation_run(generation)
-    ckpt = store.snapshot(generation)
+    run = store.generation_run(generation, role)
+    ckpt = store.snapshot(generation, role)
+    member = snapshot_name(generation, role)
     if run is None or ckpt is None:
-        raise ValueError(f"league {store.config.name!r} has no finished generation {generation}")
-    member = snapshot_name(generation)
+        raise ValueError(f"league {store.config.name!r} has no finished snapshot {member}")
     win = _win_vs_tactical(store.results(), member)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
@@ -495,7 +562,7 @@ def register_snapshot(store: MLflowStore, generation: int, fit: EloFit | None = 
         # an upload to a fixed path: a retry after a crash overwrites, never duplicates
         store.client.log_artifacts(run.info.run_id, str(model_dir), "model")
     _ensure_registered_model(store)
-    tags = store._key_tags() | {"generation": str(generation), "member": member}
+    tags = store._key_tags() | {"generation": str(generation), "member": member, "role": role}
     if win is not None:
         tags["win_vs_tactical"] = f"{win:.4f}"
     if fit is not None and member in fit.ratings:
@@ -505,7 +572,7 @@ def register_snapshot(store: MLflowStore, generation: int, fit: EloFit | None = 
         source=f"{run.info.artifact_uri}/model",
         run_id=run.info.run_id,
         tags=tags,
-        description=model_card(store, generation, fit, win),
+        description=model_card(store, generation, fit, win, role),
     )
 
 
@@ -517,14 +584,15 @@ def _elo_tags(fit: EloFit, member: str) -> dict[str, str]:
 def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
     """Write the refit's Elo to every version's tags and card, and the ladder as metrics."""
     results = store.results()
-    for g, v in league_versions(store).items():
-        member = snapshot_name(g)
+    for member, v in member_versions(store).items():
         if member not in fit.ratings:
             continue
         for k, val in _elo_tags(fit, member).items():
             if v.tags.get(k) != val:
                 store.client.set_model_version_tag(v.name, v.version, k, val)
-        card = model_card(store, g, fit, _win_vs_tactical(results, member))
+        g, role = generation_of(member), role_of(member)
+        assert g is not None and role is not None  # a version's member names a snapshot
+        card = model_card(store, g, fit, _win_vs_tactical(results, member), role)
         if v.description != card:
             store.client.update_model_version(v.name, v.version, description=card)
     # the ladder, once per step: a rerun must not add a second point at the same step
@@ -617,8 +685,8 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
     in the league's champion history; the gating result goes into both versions' tags.
     Returns `member`'s version. A no-op when nothing changed."""
     generation_held = generation_of(member)
-    if generation_held is None:
-        raise ValueError(f"only snapshots can be champion, not {member!r}")
+    if generation_held is None or role_of(member) != MAIN:
+        raise ValueError(f"only main-agent snapshots can be champion, not {member!r}")
     version = find_version(store, generation_held)
     if version is None:
         raise ValueError(f"{member} of league {store.config.name!r} is not registered")
@@ -650,7 +718,8 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
 
 def _download_version(client: MlflowClient, version: ModelVersion) -> Checkpoint:
     """The checkpoint of a registered version (any league's), from its source run."""
-    return _download_checkpoint(client, client.get_run(version.run_id), int(version.tags["generation"]))
+    run = client.get_run(version.run_id)
+    return _download_checkpoint(client, run, _run_member(run))
 
 
 def _tag_gating(
@@ -789,12 +858,16 @@ def after_generation(
     run = store.generation_run(g)
     assert run is not None  # run_generation stored it
     if run.data.tags.get(FINALIZED) != "true":
+        registered = member_versions(store)
         for earlier in range(1, g + 1):
-            if find_version(store, earlier) is None and store.generation_run(earlier) is not None:
-                register_snapshot(store, earlier, report.fit)
+            for role in store.config.roles_at(earlier):
+                member = snapshot_name(earlier, role)
+                if member not in registered and store.generation_run(earlier, role) is not None:
+                    register_snapshot(store, earlier, report.fit, role)
         if suite is not None:
             _try_log_suite(store, g, suite)  # before the report below, so its curve has this point
         update_ratings(store, report.fit, g)
+        log_exploitability(store, g)
         promote_champion(store, report.champion, report.fit, g)
         store.client.set_tag(run.info.run_id, FINALIZED, "true")
         run.data.tags[FINALIZED] = "true"  # the cached copy too
@@ -804,6 +877,53 @@ def after_generation(
     champ = league_champion(store)
     assert champ is not None  # promote_champion set it
     return champ
+
+
+EXPLOITABILITY = "league/exploitability"
+"""League-run metric (step = generation): that generation's main exploiter's score against the
+champion it trained on (`c4core.league.exploitability`)."""
+TO_BEAT = "league/exploiter_iterations_to_55"
+"""League-run metric (step = the generation a champion first faced the main exploiter): the
+training iterations the main exploiter needed to beat that champion in at least 55% of its
+training games (`c4core.league.iterations_to_beat`); logged once it has."""
+
+
+def log_exploitability(store: MLflowStore, generation: int) -> None:
+    """Log `EXPLOITABILITY` for `generation` and any `TO_BEAT` that its exploiter's training
+    settled, each once per step (a rerun adds nothing)."""
+    if "main-exploiter" not in store.config.roles_at(generation):
+        return
+    results = store.results()
+    points: dict[str, dict[int, float]] = {}
+    score = exploitability(results, generation)
+    if score is not None:
+        points[EXPLOITABILITY] = {generation: score}
+    metrics = {
+        g: _run_metrics(store, store.generation_run(g, "main-exploiter")) for g in range(2, generation + 1)
+    }
+    reached = iterations_to_beat(results, store.config, metrics, generation)
+    points[TO_BEAT] = {
+        row["from_generation"]: row["iterations"] for row in reached if row["iterations"] is not None
+    }
+    now = int(time.time() * 1000)
+    batch = []
+    for key, by_step in points.items():
+        logged = {m.step for m in store.client.get_metric_history(store.league_run_id, key)}
+        batch += [Metric(key, float(v), now, step) for step, v in by_step.items() if step not in logged]
+    if batch:
+        store.client.log_batch(store.league_run_id, metrics=batch)
+
+
+def _run_metrics(store: MLflowStore, run: Run | None) -> list[dict[str, float]]:
+    """A generation run's per-iteration metrics that `c4core.report` plots or the league reads
+    (``vs/*``), one dict per step."""
+    if run is None:
+        return []
+    steps: dict[int, dict[str, float]] = {}
+    for key in sorted(k for k in run.data.metrics if is_plotted(k) or k.startswith("vs/")):
+        for m in store.client.get_metric_history(run.info.run_id, key):
+            steps.setdefault(m.step, {})[key] = m.value
+    return [steps[s] for s in sorted(steps)]
 
 
 # ---- the league report ---------------------------------------------------------------------------
@@ -829,7 +949,7 @@ def open_league(tracking: Tracking, league: str, config_hash: str | None = None)
     gens = search_runs(client, exp.experiment_id, "generation", key)
     if not gens:
         raise ValueError(f"league {league!r} has no finished generation yet")
-    ckpt = _download_checkpoint(client, gens[0], int(gens[0].data.tags["generation"]))
+    ckpt = _download_checkpoint(client, gens[0], _run_member(gens[0]))
     config = LeagueConfig.from_dict(ckpt.train_config)
     if config.training_hash() != chash:
         raise ValueError(f"league {league!r}: the snapshot's config does not hash to {chash}")
@@ -843,17 +963,28 @@ def read_league(store: MLflowStore) -> LeagueData:
     suite: dict[int, dict[str, float]] = {}
     g = 1
     while (run := store.generation_run(g)) is not None:  # generations run in order
-        steps: dict[int, dict[str, float]] = {}
-        for key in sorted(k for k in run.data.metrics if is_plotted(k)):
-            for m in store.client.get_metric_history(run.info.run_id, key):
-                steps.setdefault(m.step, {})[key] = m.value
-        metrics[g] = [steps[s] for s in sorted(steps)]
+        metrics[g] = _run_metrics(store, run)
         found = {k: v for k, v in run.data.metrics.items() if k.startswith("suite/")}
         if found:
             suite[g] = found
         g += 1
+    role_metrics = {
+        snapshot_name(h, role): _run_metrics(store, store.generation_run(h, role))
+        for h in range(2, g + 1)  # an exploiter may finish before its generation's main agent
+        for role in store.config.roles_at(h)
+        if role != MAIN and store.generation_run(h, role) is not None
+    }
     source = f"{store.tracking.tracking_uri}, experiment {store.tracking.experiment}"
-    return LeagueData(store.config.name, store.config, store.results(), metrics, suite, source, store)
+    return LeagueData(
+        store.config.name,
+        store.config,
+        store.results(),
+        metrics,
+        suite,
+        source,
+        store,
+        role_metrics=role_metrics,
+    )
 
 
 def log_report(store: MLflowStore, version: ModelVersion | None = None, seed: int = 0) -> ReportFiles:
@@ -908,19 +1039,14 @@ def run_generation_tracked(
     store: MLflowStore,
     config: LeagueConfig,
     generation: int,
-    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None = None,
     suite: str | Path | None = None,
 ) -> TrackedReport:
     """`c4core.league.run_generation`, with metrics streamed to the generation's run and the
     registry steps after it (scoring the snapshot on `suite`, a suite file, when given). Safe to
     rerun: finished work is reused, never redone."""
 
-    def log(i: int, m: dict[str, float]) -> None:
-        store.log_iteration(generation, i, m)
-        if on_iteration is not None:
-            on_iteration(i, m)
-
-    report = run_generation(store, config, generation, log)
+    report = run_generation(store, config, generation, on_iteration)  # it logs each iteration
     return TrackedReport(report, after_generation(store, report, suite))
 
 
@@ -928,7 +1054,7 @@ def run_league_tracked(
     store: MLflowStore,
     config: LeagueConfig,
     on_generation: Callable[[GenerationReport], None] | None = None,
-    on_iteration: Callable[[int, int, dict[str, float]], None] | None = None,
+    on_iteration: Callable[[str, int, dict[str, float]], None] | None = None,
     suite: str | Path | None = None,
 ) -> TrackedReport:
     """Every generation in order on MLflow, resuming whatever it already holds; each snapshot
@@ -936,8 +1062,7 @@ def run_league_tracked(
     store.set_league_status("RUNNING")
     tracked = None
     for g in range(1, config.generations + 1):
-        cb = (lambda i, m, g=g: on_iteration(g, i, m)) if on_iteration else None
-        tracked = run_generation_tracked(store, config, g, cb, suite)
+        tracked = run_generation_tracked(store, config, g, on_iteration, suite)
         if on_generation is not None:
             on_generation(tracked.report)
     assert tracked is not None

@@ -9,7 +9,14 @@ MLflow, `c4core.registry.read_league` does, and `c4core.registry.log_report` log
 - **Ladder over generations.** After generation ``g`` the league had played exactly the matches
   between members up to ``gen<g>`` (and the bots), so refitting Elo on those records reproduces the
   ladder the league saw at the time. Every rating carries its 95% interval; the bots are flat
-  reference lines at their final rating; the champion after each generation is starred.
+  reference lines at their final rating; the champion after each generation is starred. In a
+  league with exploiters (`c4core.config.ROLES`) their snapshots are dashed, in colour families
+  of their own, and the tables name every member's role; the champion is always a main-agent
+  snapshot (`c4core.league.champion`).
+- **Exploitability.** With a main exploiter: its score against the champion it trained on, per
+  generation (`c4core.league.exploitability`), against 0.5 and the score that resets it; and
+  how many iterations it took to reach 55% in training against each champion in turn
+  (`c4core.league.iterations_to_beat`).
 - **Score matrix.** Row scores against column (a draw counts half), from the match records.
 - **First and second mover.** A 0.50 score can hide "wins every game as first player, loses every
   game as second", so the champion's results against each opponent are split by who moved first.
@@ -43,18 +50,26 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import numpy as np
 
-from c4core.config import BOT_NAMES, LeagueConfig, generation_of, snapshot_name
+from c4core.config import BOT_NAMES, MAIN, ROLES, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
 from c4core.game import STANDARD, Geometry, Position, has_won
-from c4core.league import LeagueStore, LocalStore, champion, fit_ratings
+from c4core.league import LeagueStore, LocalStore, champion, exploitability, fit_ratings, iterations_to_beat
 from c4core.match import WDL, MatchResult, head_to_head
 
 if TYPE_CHECKING:
     from c4core.net import Checkpoint
 
-FIGURES = ("ladder", "matrix", "game", "training", "suite")
-"""The report's figures, in page order; ``suite`` only when suite metrics exist."""
+FIGURES = ("ladder", "exploitability", "matrix", "game", "training", "suite")
+"""The report's figures, in page order; ``exploitability`` only when a main exploiter has played
+the champion it trained on, ``suite`` only when suite metrics exist."""
 SAMPLE_OPPONENT = "tactical"
+BEAT_SCORE = 0.55
+"""The training score against a champion at which the main exploiter counts as beating it."""
+ROLE_LABELS = {MAIN: "main", "main-exploiter": "main exploiter", "league-exploiter": "league exploiter"}
+"""How the page names each role (`c4core.config.ROLES`)."""
+_EXPLOITER_STYLE = {"main-exploiter": ("Oranges", "--", 0.08), "league-exploiter": ("Purples", "-.", 0.16)}
+"""Each exploiter role's colour family, line style, and nudge right on the ladder (so that its
+error bars clear the main agent's), in the figures; the main agent's: viridis, solid."""
 
 _FIRST_COLOUR, _SECOND_COLOUR, _BOARD_COLOUR = "#d62728", "#f2c500", "#1f4e9c"
 
@@ -78,25 +93,43 @@ class LeagueData:
     """Where the data came from (a folder, or a tracking URI), for the page footer."""
     store: LeagueStore | None = None
     """The league's store, to load the champion's snapshot for the sample game; None for no game."""
+    role_metrics: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    """Per exploiter snapshot (``gen2-me``, ``gen2-le``, ...), the training metrics of every
+    iteration; the main agent's are `metrics`."""
 
-    def snapshot(self, generation: int) -> Checkpoint | None:
-        return self.store.snapshot(generation) if self.store is not None else None
+    def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
+        return self.store.snapshot(generation, role) if self.store is not None else None
 
 
 def read_local(store: LocalStore, config: LeagueConfig | None = None) -> LeagueData:
-    """A league kept in a folder (`LocalStore`): ``gen<g>.pt``, ``gen<g>.metrics.json``, matches."""
+    """A league kept in a folder (`LocalStore`): ``gen<g>.pt``, ``gen<g>.metrics.json``, matches,
+    and the exploiters' ``gen<g>-me.pt``, ``gen<g>-me.metrics.json`` (and ``-le``)."""
     config = config or _config_of(store)
     metrics: dict[int, list[dict[str, float]]] = {}
     suite: dict[int, dict[str, float]] = {}
-    for g in _generations(store):
-        path = store.root / f"{snapshot_name(g)}.metrics.json"
-        metrics[g] = json.loads(path.read_text()) if path.is_file() else []
+    role_metrics: dict[str, list[dict[str, float]]] = {}
+    gens = _generations(store)
+    for g in gens:
+        metrics[g] = _read_metrics(store, snapshot_name(g))
         suite_path = store.root / f"{snapshot_name(g)}.suite.json"
         found = json.loads(suite_path.read_text()) if suite_path.is_file() else {}
         found |= {k: v for m in metrics[g] for k, v in m.items() if k.startswith("suite/")}
         if found:
             suite[g] = found
-    return LeagueData(config.name, config, store.results(), metrics, suite, str(store.root), store)
+    # the generation after the last finished one too: its exploiters may be done before its main agent
+    for g in range(1, len(gens) + 2):
+        for role in config.roles_at(g):
+            name = snapshot_name(g, role)
+            if role != MAIN and (store.root / f"{name}.pt").is_file():
+                role_metrics[name] = _read_metrics(store, name)
+    return LeagueData(
+        config.name, config, store.results(), metrics, suite, str(store.root), store, role_metrics
+    )
+
+
+def _read_metrics(store: LocalStore, member: str) -> list[dict[str, float]]:
+    path = store.root / f"{member}.metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else []
 
 
 def _config_of(store: LocalStore) -> LeagueConfig:
@@ -167,7 +200,8 @@ class LeagueReport:
 
     data: LeagueData
     members: list[str]
-    """Bots first, then snapshots by generation."""
+    """Bots first, then snapshots by generation, each generation's main agent before its
+    exploiters."""
     fit: EloFit
     """The joint fit over every record."""
     history: dict[int, EloFit]
@@ -181,6 +215,18 @@ class LeagueReport:
     """Games between member i and member j."""
     splits: list[SplitRow]
     sample: SampleGame | None
+    exploitability: dict[int, float] = field(default_factory=dict)
+    """Per generation whose main exploiter has played the champion it trained on, its score
+    against it (`c4core.league.exploitability`); empty in a league without a main exploiter."""
+    iterations_to_beat: list[dict[str, Any]] = field(default_factory=list)
+    """With a main exploiter: per champion it trained on, in turn, the generation it first did,
+    the iterations trained on it, and the iterations it took to score `BEAT_SCORE` in training
+    (None: not yet) (`c4core.league.iterations_to_beat`); empty without one."""
+
+    @property
+    def has_roles(self) -> bool:
+        """Whether any member is an exploiter's snapshot (the page then names every role)."""
+        return any(role_of(m) not in (MAIN, None) for m in self.members)
 
     @property
     def vs_tactical(self) -> WDL | None:
@@ -227,7 +273,17 @@ class LeagueReport:
                 "seed": self.sample.seed,
             },
             "suite": {str(g): m for g, m in sorted(self.data.suite.items())},
-        }
+        } | self._roles_json()
+
+    def _roles_json(self) -> dict[str, Any]:
+        """The roles' numbers, only in a league with exploiters (an older league's JSON stays as it was)."""
+        out: dict[str, Any] = {}
+        if self.has_roles:
+            out["roles"] = {m: role_label(m) for m in self.members}
+        if self.exploitability or self.iterations_to_beat:
+            out["exploitability"] = {str(g): v for g, v in sorted(self.exploitability.items())}
+            out["iterations_to_beat"] = self.iterations_to_beat
+        return out
 
 
 def _wdl(w: WDL) -> dict[str, int]:
@@ -235,12 +291,25 @@ def _wdl(w: WDL) -> dict[str, int]:
 
 
 def order_members(names: Iterable[str]) -> list[str]:
-    """Bots first (in `BOT_NAMES` order), then snapshots by generation, then anything else by name."""
+    """Bots first (in `BOT_NAMES` order), then snapshots by generation, each generation's in
+    `ROLES` order (``gen2``, ``gen2-me``, ``gen2-le``, ``gen3``, ...), then anything else by name."""
     names = set(names)
     bots = [b for b in BOT_NAMES if b in names]
-    snaps = sorted((n for n in names if generation_of(n) is not None), key=generation_of)
+    snaps = sorted(
+        (n for n in names if generation_of(n) is not None),
+        key=lambda n: (generation_of(n), ROLES.index(role_of(n))),
+    )
     rest = sorted(names - set(bots) - set(snaps))
     return bots + snaps + rest
+
+
+def role_label(member: str) -> str:
+    """What the page calls `member`'s role: ``main``, ``main exploiter``, ``league exploiter``,
+    ``bot``, or ``other`` for a name that is none of these."""
+    role = role_of(member)
+    if role is not None:
+        return ROLE_LABELS[role]
+    return "bot" if member in BOT_NAMES else "other"
 
 
 def ladder_history(results: Sequence[MatchResult]) -> dict[int, EloFit]:
@@ -360,7 +429,23 @@ def compute(data: LeagueData, seed: int = 0) -> LeagueReport:
     ckpt = data.snapshot(g) if g is not None else None
     if ckpt is not None:
         sample = play_sample_game(ckpt, champ, seed)
-    return LeagueReport(data, members, fit, history, champions, champ, scores, games, splits, sample)
+    rep = LeagueReport(data, members, fit, history, champions, champ, scores, games, splits, sample)
+    if any(role_of(m) == "main-exploiter" for m in members):
+        rep.exploitability, rep.iterations_to_beat = exploiter_numbers(data, max(history, default=0))
+    return rep
+
+
+def exploiter_numbers(data: LeagueData, upto: int) -> tuple[dict[int, float], list[dict[str, Any]]]:
+    """The main exploiter's numbers up to generation `upto`: `exploitability` per generation where
+    it is known, and `iterations_to_beat` (at `BEAT_SCORE`) from its training metrics."""
+    scores = {g: exploitability(data.results, g) for g in range(2, upto + 1)}
+    metrics = {
+        g: data.role_metrics[name]
+        for g in range(2, upto + 1)
+        if (name := snapshot_name(g, "main-exploiter")) in data.role_metrics
+    }
+    rows = iterations_to_beat(data.results, data.config, metrics, upto, BEAT_SCORE)
+    return {g: v for g, v in scores.items() if v is not None}, rows
 
 
 # ---- figures ---------------------------------------------------------------------------------------
@@ -374,15 +459,30 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _snap_colours(members: Sequence[str]) -> dict[str, Any]:
+    """A colour per snapshot, in `members` order: the main agent's along viridis (as before
+    roles), each exploiter role's along a lighter family of its own (`_EXPLOITER_STYLE`)."""
     from matplotlib import colormaps
 
-    snaps = [m for m in members if generation_of(m) is not None]
-    cmap = colormaps["viridis"]
-    return {m: cmap(0.85 * k / max(len(snaps) - 1, 1)) for k, m in enumerate(snaps)}
+    by_role: dict[str, list[str]] = {}
+    for m in members:
+        if generation_of(m) is not None:
+            by_role.setdefault(role_of(m), []).append(m)
+    colour: dict[str, Any] = {}
+    for role, snaps in by_role.items():
+        if role == MAIN:
+            cmap, lo, span = colormaps["viridis"], 0.0, 0.85
+        else:  # mid-range of a sequential family: lighter than viridis, never white
+            cmap, lo, span = colormaps[_EXPLOITER_STYLE[role][0]], 0.45, 0.4
+        colour |= {m: cmap(lo + span * k / max(len(snaps) - 1, 1)) for k, m in enumerate(snaps)}
+    return {m: colour[m] for m in members if m in colour}
 
 
 def draw_ladder(rep: LeagueReport) -> Any:
-    """Elo of every snapshot after each generation, with 95% bands; bots flat; champion starred."""
+    """Elo of every snapshot after each generation, with 95% bands; exploiters dashed; bots flat;
+    champion (always a main-agent snapshot) starred."""
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
     fig = _figure(8, 4.6)
     ax = fig.add_subplot()
     gens = sorted(rep.history)
@@ -394,9 +494,16 @@ def draw_ladder(rep: LeagueReport) -> Any:
         ys = np.array([rep.history[g].ratings[m] for g in xs])
         lo = np.array([rep.history[g].ci95[m][0] for g in xs])
         hi = np.array([rep.history[g].ci95[m][1] for g in xs])
-        if len(xs) > 1:
-            ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
-        ax.errorbar(xs, ys, yerr=[ys - lo, hi - ys], color=colour, marker="o", ms=4, capsize=3, label=m)
+        if role_of(m) == MAIN:
+            if len(xs) > 1:
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
+            ax.errorbar(xs, ys, yerr=[ys - lo, hi - ys], color=colour, marker="o", ms=4, capsize=3, label=m)
+        else:  # a probe, not a contender: dashed, hollow, no band, nudged right off the main agent's
+            _, style, nudge = _EXPLOITER_STYLE[role_of(m)]
+            ax.errorbar(
+                np.array(xs) + nudge, ys, yerr=[ys - lo, hi - ys], color=colour, marker="s", ms=4,
+                mfc="white", capsize=2, linestyle=style, linewidth=1.2, elinewidth=0.8, label=m,
+            )  # fmt: skip
     for bot, style in zip(BOT_NAMES, ("--", ":"), strict=True):
         if bot in rep.fit.ratings:
             ax.axhline(
@@ -418,7 +525,39 @@ def draw_ladder(rep: LeagueReport) -> Any:
     ax.set_ylabel("Elo (random = 0), 95% interval")
     ax.set_title(f"League {rep.data.name}: Elo ladder over generations")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    handles, _ = ax.get_legend_handles_labels()
+    for role, (family, style, _) in _EXPLOITER_STYLE.items():  # one key per exploiter role present
+        if any(role_of(m) == role for m in colours):
+            colour = colormaps[family](0.6)
+            handles.append(
+                Line2D(
+                    [], [], color=colour, linestyle=style, marker="s", mfc="white", label=ROLE_LABELS[role]
+                )
+            )
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def draw_exploitability(rep: LeagueReport) -> Any:
+    """The main exploiter's score against the champion it trained on, per generation, against an
+    even 0.5 and the score at which it starts again (`exploiter_reset_score`)."""
+    fig = _figure(6.5, 3.6)
+    ax = fig.add_subplot()
+    gens = sorted(rep.exploitability)
+    ax.plot(
+        gens, [rep.exploitability[g] for g in gens], color="tab:orange", marker="s", label="main exploiter"
+    )
+    ax.axhline(0.5, color="0.3", linestyle="--", linewidth=1.2, label="even (0.5)")
+    reset = rep.data.config.exploiter_reset_score
+    ax.axhline(reset, color="tab:red", linestyle=":", linewidth=1.2, label=f"reset ({reset:g})")
+    ax.set_xticks(gens)
+    ax.set_xlim(min(gens, default=2) - 0.5, max(gens, default=2) + 0.5)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("score against the champion (draw = 1/2)")
+    ax.set_title("Exploitability: the main exploiter against the champion it trained on", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
@@ -438,6 +577,9 @@ def draw_matrix(rep: LeagueReport) -> Any:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color="black")
     ax.set_xticks(range(n), rep.members, rotation=45, ha="right")
     ax.set_yticks(range(n), rep.members)
+    for label in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
+        if role_of(label.get_text()) not in (MAIN, None):  # an exploiter: set apart from contenders
+            label.set(style="italic", color="0.35")
     ax.set_xlabel("against (column)")
     ax.set_ylabel("score of (row)")
     ax.set_title("Score matrix: row vs column")
@@ -608,6 +750,15 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
         (m, [None if math.isnan(v) else v for v in row])
         for m, row in zip(rep.members, rep.scores.tolist(), strict=True)
     ]
+    to_beat = [
+        (
+            r["champion"] or "-",
+            r["from_generation"],
+            r["trained"],
+            "not yet" if r["iterations"] is None else r["iterations"],
+        )
+        for r in rep.iterations_to_beat
+    ]
     return _template().render(
         rep=rep,
         data=rep.data,
@@ -615,7 +766,10 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
         config_hash=config.training_hash(),
         tiles=tiles,
         ladder=fit.ladder(),
+        roles={m: role_label(m) for m in fit.ratings} if rep.has_roles else None,
         matrix=matrix,
+        to_beat=to_beat,
+        beat_percent=f"{BEAT_SCORE:.0%}",
         images={name: base64.b64encode(path.read_bytes()).decode("ascii") for name, path in images.items()},
         sample_opponent=SAMPLE_OPPONENT,
         last=last,
@@ -628,6 +782,8 @@ def write_report(rep: LeagueReport, out_dir: str | Path) -> ReportFiles:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = {"ladder": draw_ladder(rep), "matrix": draw_matrix(rep), "training": draw_training(rep)}
+    if rep.exploitability:
+        figures["exploitability"] = draw_exploitability(rep)
     if rep.sample is not None:
         figures["game"] = draw_game(rep.sample)
     if rep.data.suite:

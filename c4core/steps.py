@@ -3,17 +3,19 @@
 The Airflow DAG (``dags/connect4_league.py``) runs a generation as five tasks, and each task is
 one function here::
 
-    pick(spec, g)             -> {"spec", "generation", "opponents", "members", "request"}
-    train(request)            -> {"generation", "member", "run_id", "experiment_id", ...}
-    match(spec, g, opponent)  -> the match record (W/D/L from the new snapshot's side)
-    fit(spec, g)              -> {"ratings", "ci95", "champion", "ladder"}
-    register(spec, g, ...)    -> {"version", "champion", "champion_version", ...}
+    pick(spec, g)              -> {"spec", "generation", "opponents", "requests", "pairs", ...}
+    train(request)             -> {"generation", "member", "role", "run_id", ...}  (one role)
+    train_all(requests)        -> [train's result for each role], trained in parallel processes
+    match(spec, member, other) -> the match record (W/D/L from `member`'s side)
+    fit(spec, g)               -> {"ratings", "ci95", "champion", "ladder"}
+    register(spec, g, ...)     -> {"version", "champion", "champion_version", ...}
 
-In-process, a task calls the function directly. On Kubernetes, the trainer pod runs the same
-function through this module's command line, and the result becomes the task's XCom::
+In-process, a task calls the function directly: one task trains every role of the generation
+at once (`train_all`). On Kubernetes, one trainer pod per role runs `train` through this
+module's command line, and the result becomes the task's XCom::
 
-    python -m c4core.steps train --request '{"spec": ..., "generation": 3, "opponents": [...]}' \\
-        --xcom /airflow/xcom/return.json
+    python -m c4core.steps train --request '{"spec": ..., "generation": 3, "role": "main",
+        "opponents": [...]}' --xcom /airflow/xcom/return.json
 
 A ``spec`` is the DAG's params, resolved: league name, profile, generations, iterations, games,
 match games (`resolve`). Every step keeps its state in MLflow through `c4core.registry.MLflowStore`,
@@ -34,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from c4core.config import BOT_NAMES, generation_of, league_config, snapshot_name
+from c4core.config import generation_of, league_config, role_of, snapshot_name
 from c4core.entry import (
     closing_summary,
     iteration_line,
@@ -48,8 +50,9 @@ from c4core.entry import (
 if TYPE_CHECKING:
     from c4core.config import LeagueConfig
 
-SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games")
+SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games", "roles")
 """The keys of a resolved spec: the DAG's params, less the executor."""
+_NUMBERS = ("generations", "iterations", "games", "match_games")
 XCOM_RETURN = "/airflow/xcom/return.json"
 """Where a KubernetesPodOperator's sidecar reads the task's return value: the one place the path is
 written (the DAG's trainer pod passes it as ``--xcom``; a test checks it against the provider's)."""
@@ -77,12 +80,18 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     spec["profile"] = spec["profile"] or "cpu"
     config = _config(spec, "cpu")
     spec["generations"] = config.generations
+    spec["roles"] = list(config.roles)
     return spec
 
 
 def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
     """The `LeagueConfig` of a spec, on `device` (None: the profile's device)."""
-    settings = {k: int(spec[k]) for k in SPEC_KEYS[2:] if spec.get(k) is not None}
+    settings: dict[str, Any] = {k: int(spec[k]) for k in _NUMBERS if spec.get(k) is not None}
+    roles = spec.get("roles")
+    if roles:
+        if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
+            raise ValueError(f"roles must be a list of role names, got {roles!r}")
+        settings["roles"] = tuple(roles)
     return league_config(spec["profile"], spec["league"], device=device, **settings)
 
 
@@ -115,12 +124,12 @@ def progress(line: str) -> None:
 
 
 def _torch_threads() -> None:
-    """$C4_TORCH_THREADS, for the steps that compute with torch (training and matches)."""
-    threads = os.environ.get("C4_TORCH_THREADS")
-    if threads:
-        import torch
+    """$C4_TORCH_THREADS (default 1), for the steps that compute with torch (training and
+    matches): small forwards scale badly across threads, and the learners of a generation
+    train in processes of their own (the trainer pod sets its CPU count)."""
+    import torch
 
-        torch.set_num_threads(int(threads))
+    torch.set_num_threads(int(os.environ.get("C4_TORCH_THREADS") or 1))
 
 
 def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, LeagueConfig]:
@@ -134,12 +143,9 @@ def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None)
 def _results_upto(store: Any, generation: int) -> list[Any]:
     """Match records among the bots and snapshots up to `generation`: a generation's fit stays
     the same when its tasks are rerun after later generations have played."""
+    from c4core.league import results_upto
 
-    def known(name: str) -> bool:
-        g = generation_of(name)
-        return name in BOT_NAMES or (g is not None and g <= generation)
-
-    return [r for r in store.results() if known(r.a) and known(r.b)]
+    return results_upto(store.results(), generation)
 
 
 # ---- the steps -----------------------------------------------------------------------------------
@@ -149,74 +155,135 @@ def pick(
     tags: Mapping[str, str] | None = None,
     train_here: bool = True,
 ) -> dict[str, Any]:
-    """Opponents for `generation`'s learner, and the members its snapshot will play.
+    """Each role's opponents in `generation` (``opponents``: the main agent's), one trainer
+    request per role (``requests``, JSON; ``arguments``, the trainer pod's command line for
+    each), and the pairings the new snapshots will play (``pairs``).
 
     `train_here`: training runs on this machine, so a profile that needs CUDA must find it
     (checked before the store is touched)."""
-    from c4core.league import members, pick_opponents
+    from c4core.league import new_pairs, plan_generation
 
     spec = resolve(spec)
     _device(spec, training=train_here)
     store, config = _store(spec, "cpu", tags)
-    opponents = pick_opponents(store, config, generation)
-    request = {"spec": spec, "generation": generation, "opponents": opponents}
+    plan = plan_generation(store, config, generation)
+    requests = [
+        json.dumps({"spec": spec, "generation": generation, "role": role, "opponents": opp}, sort_keys=True)
+        for role, opp in plan.items()
+    ]
     return {
         "spec": spec,
         "generation": generation,
-        "opponents": opponents,
-        "members": members(store, generation - 1),
-        "request": json.dumps(request, sort_keys=True),
+        "opponents": plan["main"],
+        "roles": list(plan),
+        "requests": requests,
+        "arguments": [["train", "--request", r] for r in requests],
+        "pairs": [list(pair) for pair in new_pairs(store, config, generation)],
     }
 
 
-def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Train (or reuse) the generation's snapshot, streaming metrics to its MLflow run."""
-    from c4core.league import train_generation
-
+def _request(request: Mapping[str, Any] | str) -> tuple[dict[str, Any], int, str, list[str]]:
+    """A trainer request's spec, generation, role and opponents (a request from before roles
+    trains the main agent). A ValueError names what is wrong."""
     if isinstance(request, str):
         request = json.loads(request)
+    if not isinstance(request, Mapping) or not {"spec", "generation", "opponents"} <= request.keys():
+        raise ValueError("a trainer request needs spec, generation and opponents")
+    role = str(request.get("role", "main"))
     spec, g = resolve(request["spec"]), int(request["generation"])
-    device = _device(spec, training=True)
-    _torch_threads()
-    store, config = _store(spec, device, tags)
-    start = time.perf_counter()
-    reused = store.generation_run(g) is not None
-    total = config.iterations(g)
-    opponents = list(request["opponents"])
+    if role not in _config(spec, "cpu").roles_at(g):
+        raise ValueError(f"role {role!r} does not train in generation {g} of this league")
+    return spec, g, role, [str(o) for o in request["opponents"]]
+
+
+def _announce(config: LeagueConfig, g: int, role: str, opponents: Sequence[str], reused: bool) -> None:
+    member = snapshot_name(g, role)
     if reused:
-        progress(f"gen {g}: trained already, reusing its snapshot")
+        progress(f"{member}: trained already, reusing its snapshot")
     else:
-        progress(f"gen {g}: {config.learner(g)}, {total} iterations against {', '.join(opponents)}")
+        what = f"{config.learner(g, role)}, {config.iterations(g, role)} iterations"
+        progress(f"{member} ({role}): {what} against {', '.join(opponents)}")
 
-    def on_iteration(i: int, metrics: dict[str, float]) -> None:
-        store.log_iteration(g, i, metrics)
-        progress(iteration_line(g, i, total, metrics))
 
-    train_generation(store, config, g, opponents, on_iteration)
-    run = store.generation_run(g)
-    assert run is not None  # train_generation stored it
+def _trained(
+    store: Any, config: LeagueConfig, g: int, role: str, device: str, reused: bool, seconds: float
+) -> dict[str, Any]:
+    run = store.generation_run(g, role)
+    assert run is not None  # the snapshot was stored
     return {
         "generation": g,
-        "member": snapshot_name(g),
+        "role": role,
+        "member": snapshot_name(g, role),
         "run_id": run.info.run_id,
         "experiment_id": store.experiment_id,
         "league_run_id": store.league_run_id,
         "device": device,
         "reused": reused,
-        "seconds": round(time.perf_counter() - start, 3),
+        "seconds": round(seconds, 3),
     }
 
 
+def _iteration_printer(config: LeagueConfig) -> Any:
+    def on_iteration(member: str, i: int, metrics: dict[str, float]) -> None:
+        g, role = generation_of(member), role_of(member)
+        assert g is not None and role is not None
+        progress(iteration_line(member, i, config.iterations(g, role), metrics))
+
+    return on_iteration
+
+
+def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Train (or reuse) one role's snapshot of a generation, streaming metrics to its MLflow
+    run: the trainer pod's step."""
+    from c4core.league import train_generation
+
+    spec, g, role, opponents = _request(request)
+    device = _device(spec, training=True)
+    _torch_threads()
+    store, config = _store(spec, device, tags)
+    start = time.perf_counter()
+    reused = store.generation_run(g, role) is not None
+    _announce(config, g, role, opponents, reused)
+    printer = _iteration_printer(config)
+    member = snapshot_name(g, role)
+    train_generation(store, config, g, opponents, lambda i, m: printer(member, i, m), role)
+    return _trained(store, config, g, role, device, reused, time.perf_counter() - start)
+
+
+def train_all(
+    requests: Sequence[Mapping[str, Any] | str], tags: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Train (or reuse) every role's snapshot of one generation at once, each learner in a
+    process of its own (`c4core.league.train_learners`): the in-process DAG's step."""
+    from c4core.league import train_learners
+
+    parsed = [_request(r) for r in requests]
+    if not parsed or len({(json.dumps(spec, sort_keys=True), g) for spec, g, _, _ in parsed}) != 1:
+        raise ValueError("train_all takes the requests of one generation of one league")
+    spec, g = parsed[0][0], parsed[0][1]
+    device = _device(spec, training=True)
+    _torch_threads()
+    store, config = _store(spec, device, tags)
+    start = time.perf_counter()
+    reused = {role: store.generation_run(g, role) is not None for _, _, role, _ in parsed}
+    for _, _, role, opponents in parsed:
+        _announce(config, g, role, opponents, reused[role])
+    plan = {role: opponents for _, _, role, opponents in parsed}
+    train_learners(store, config, g, plan, _iteration_printer(config))
+    seconds = time.perf_counter() - start
+    return [_trained(store, config, g, role, device, reused[role], seconds) for role in plan]
+
+
 def match(
-    spec: Mapping[str, Any], generation: int, opponent: str, tags: Mapping[str, str] | None = None
+    spec: Mapping[str, Any], member: str, opponent: str, tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """Play (or reuse) the match of snapshot `generation` against `opponent`; its record."""
+    """Play (or reuse) the match of snapshot `member` against `opponent`; its record."""
     from c4core.league import play_league_match
 
     spec = resolve(spec)
     _torch_threads()
     store, config = _store(spec, _device(spec, training=False), tags)
-    result = play_league_match(store, config, snapshot_name(generation), opponent)
+    result = play_league_match(store, config, member, opponent)
     progress(match_line(result))
     return result.to_record()
 
@@ -250,7 +317,7 @@ def register(
     a no-op once finalized). After the league's last generation, also draw the final report onto
     the champion and finish the run."""
     from c4core.league import GenerationReport, champion, fit_ratings
-    from c4core.registry import after_generation, find_version, log_league_report
+    from c4core.registry import after_generation, find_version, log_league_report, member_versions
 
     spec = resolve(spec)
     store, config = _store(spec, "cpu", tags)
@@ -259,10 +326,11 @@ def register(
     if elo is None or store.generation_run(generation) is None:
         raise ValueError(f"generation {generation} of league {spec['league']!r} has not been played")
     member = snapshot_name(generation)
+    new = {snapshot_name(generation, role) for role in config.roles_at(generation)}
     report = GenerationReport(
         generation=generation,
         opponents=list(opponents),
-        matches=[r for r in results if member in (r.a, r.b)],
+        matches=[r for r in results if new & {r.a, r.b}],
         fit=elo,
         champion=champion(elo),
         seconds=float(seconds),
@@ -274,7 +342,9 @@ def register(
     version = find_version(store, generation)
     assert version is not None  # after_generation registered it
     run = store.generation_run(generation)
+    versions = {m: int(v.version) for m, v in member_versions(store).items() if m in new}
     return {
+        "versions": versions,
         "generation": generation,
         "member": member,
         "model_name": version.name,
@@ -308,9 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="step", required=True)
     tr = sub.add_parser("train", help="train one generation (the trainer pod runs this)")
     tr.add_argument("--request", required=True, help="JSON: spec, generation, opponents")
-    mt = sub.add_parser("match", help="play the new snapshot of a generation against one member")
+    mt = sub.add_parser("match", help="play a new snapshot against one member")
     mt.add_argument("--spec", required=True, help="JSON spec (the DAG's params)")
-    mt.add_argument("--generation", type=int, required=True)
+    mt.add_argument("--member", required=True, help="the new snapshot, e.g. gen3 or gen3-me")
     mt.add_argument("--opponent", required=True)
     sm = sub.add_parser("summary", help="print the final ladder and the champion")
     sm.add_argument("--spec", required=True, help="JSON spec (the DAG's params)")
@@ -325,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.step == "train":
             out = train(args.request, parse_tags(args.tag))
         else:
-            out = match(json.loads(args.spec), args.generation, args.opponent, parse_tags(args.tag))
+            out = match(json.loads(args.spec), args.member, args.opponent, parse_tags(args.tag))
     except ValueError as e:  # json.JSONDecodeError included
         print(f"c4core.steps {args.step}: error: {e}", file=sys.stderr)
         return 2

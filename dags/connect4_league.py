@@ -1,15 +1,20 @@
 """The Connect Four league as an Airflow DAG: one task group per generation.
 
-    generation_1                                               generation_2
-    pick_opponents >> train_generation >> play_match[*]  >>    pick_opponents >> ...
-                                          >> fit_elo >> register_and_promote
+    generation_1                                                  generation_2
+    pick_opponents >> train_generation[*] >> play_match[*]  >>    pick_opponents >> ...
+                                             >> fit_elo >> register_and_promote
 
-- ``pick_opponents`` resolves the trigger form into a spec and picks the learner's opponents;
-  its ``members`` (every bot and earlier snapshot) feed the mapped ``play_match``.
-- ``train_generation`` trains the snapshot: in-process, or, with ``C4_EXECUTOR=kubernetes``, a
-  KubernetesPodOperator that runs ``python -m c4core.steps train`` on a GPU node and returns its
-  result through ``/airflow/xcom/return.json``. One entry point (`c4core.steps`), two launchers.
-- ``play_match`` is mapped over the members: one task per pairing.
+- ``pick_opponents`` resolves the trigger form into a spec and picks each role's opponents
+  (the main agent's, and its exploiters' when the profile has them); its ``pairs`` (each new
+  snapshot against every earlier member and the other new snapshots) feed the mapped
+  ``play_match``.
+- ``train_generation`` trains the generation's snapshots. In-process, one task trains every
+  role at once, each learner in a process of its own (``airflow dags test`` runs one task at a
+  time, so only processes inside the task keep both cores busy). With
+  ``C4_EXECUTOR=kubernetes``, it is a KubernetesPodOperator mapped over the roles: one pod per
+  role, each with a GPU, running ``python -m c4core.steps train`` and returning its result
+  through ``/airflow/xcom/return.json``. One entry point (`c4core.steps`), two launchers.
+- ``play_match`` is mapped over the pairs: one task per pairing.
 - ``fit_elo`` refits the ladder; ``register_and_promote`` registers the snapshot, writes Elo to
   every version and moves the ``champion`` alias and the Production stage.
 
@@ -29,6 +34,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
+
+from c4core.config import ROLES  # config imports neither torch nor mlflow
 
 DAG_ID = "connect4_league"
 EXECUTORS = ("in-process", "kubernetes")
@@ -104,6 +111,17 @@ PARAMS = {
         title="Games per iteration",
         description_md="Self-play games per training iteration: even, 2 to 65536 (empty: the profile's).",
     ),
+    "roles": Param(
+        None,
+        type=["null", "array"],
+        items={"type": "string", "enum": list(ROLES)},
+        uniqueItems=True,
+        minItems=1,
+        title="Roles",
+        description_md="The league's learners, one per line: `main` first, then `main-exploiter` "
+        "(trains only against the champion) and `league-exploiter` (against the whole league, "
+        "drawn by PFSP). Empty: the profile's.",
+    ),
     "match_games": Param(
         None,
         type=["null", "integer"],
@@ -141,11 +159,12 @@ def _tags() -> dict[str, str]:
 
 
 @task.short_circuit
-def pick_opponents(generation: int) -> list[str]:
-    """Returns the members the new snapshot will play (the list `play_match` maps over: a mapped
-    task can only expand a return value); the spec, the learner's opponents and the trainer's
-    request go in XComs of their own name. Past the form's generation count it returns nothing,
-    which skips this group and every later one in one step."""
+def pick_opponents(generation: int) -> list[list[str]]:
+    """Returns the pairs the new snapshots will play (the list `play_match` maps over: a mapped
+    task can only expand a return value); the spec, the main agent's opponents, the trainers'
+    requests and the trainer pods' arguments go in XComs of their own name. Past the form's
+    generation count it returns nothing, which skips this group and every later one in one
+    step."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from c4core import steps
@@ -165,27 +184,49 @@ def pick_opponents(generation: int) -> list[str]:
         picked = steps.pick(spec, generation, _tags(), train_here=EXECUTOR == "in-process")
     except ValueError as e:  # a bad setting: fail at once, as a retry would only repeat it
         raise AirflowFailException(str(e)) from e
-    for key in ("spec", "opponents", "request"):
+    for key in ("spec", "opponents", "requests"):
         context["ti"].xcom_push(key=key, value=picked[key])
-    return picked["members"]
+    return picked["pairs"]
+
+
+@task
+def trainer_commands(requests: list[str]) -> list[list[str]]:
+    """Each role's trainer pod's arguments (`pod_arguments`). A task of its own, because a
+    mapped task expands only a task's return value."""
+    ti = get_current_context()["ti"]
+    group = ti.task_id.rsplit(".", 1)[0]
+    tags = {
+        "airflow.dag_id": ti.dag_id,
+        "airflow.run_id": ti.run_id,
+        "airflow.task_id": f"{group}.train_generation",
+    }
+    return pod_arguments(requests, tags)
+
+
+def pod_arguments(requests: list[str], tags: dict[str, str]) -> list[list[str]]:
+    """A trainer pod's arguments for each request: ``train`` for that role, its runs tagged, its
+    result written where the sidecar reads it."""
+    from c4core.steps import XCOM_RETURN  # where the sidecar reads: one home, checked against the provider
+
+    tagged = [arg for k, v in tags.items() for arg in ("--tag", f"{k}={v}")]
+    return [["train", "--request", r, *tagged, "--xcom", XCOM_RETURN] for r in requests]
 
 
 @task(multiple_outputs=False)
-def train_generation(request: str) -> dict[str, Any]:
+def train_generation(requests: list[str]) -> list[dict[str, Any]]:
+    """Every role of the generation at once, each learner in a process of its own."""
     from c4core import steps
 
-    return steps.train(request, _tags())
+    return steps.train_all(requests, _tags())
 
 
-def train_pod(generation: int) -> Any:
-    """`train_generation` as a GPU pod running ``python -m c4core.steps train``."""
+def train_pod(generation: int, arguments: Any) -> Any:
+    """`train_generation` as GPU pods running ``python -m c4core.steps train``: mapped over the
+    generation's roles, one pod each."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
     from airflow.providers.cncf.kubernetes.secret import Secret
     from kubernetes.client import models as k8s
 
-    from c4core.steps import XCOM_RETURN  # where the sidecar reads: one home, checked against the provider
-
-    pick = f"generation_{generation}.pick_opponents"
     required = [
         Secret("env", key, MLFLOW_SECRET, key) for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS
     ]
@@ -203,25 +244,12 @@ def train_pod(generation: int) -> Any:
         "PYTHONUNBUFFERED": "1",
         "C4_TORCH_THREADS": str(TRAINER_CPUS),
     }
-    return KubernetesPodOperator(
+    return KubernetesPodOperator.partial(
         task_id="train_generation",
         name=f"c4-train-gen{generation}",
         namespace=NAMESPACE,
         image=TRAINER_IMAGE,
         cmds=["python", "-m", "c4core.steps"],
-        arguments=[
-            "train",
-            "--request",
-            "{{ ti.xcom_pull(task_ids='" + pick + "', key='request') }}",
-            "--tag",
-            "airflow.dag_id={{ dag.dag_id }}",
-            "--tag",
-            "airflow.run_id={{ run_id }}",
-            "--tag",
-            "airflow.task_id={{ ti.task_id }}",
-            "--xcom",
-            XCOM_RETURN,
-        ],
         env_vars=[k8s.V1EnvVar(name=k, value=v) for k, v in plain.items()] + optional,
         secrets=required,
         container_resources=k8s.V1ResourceRequirements(
@@ -240,14 +268,15 @@ def train_pod(generation: int) -> Any:
         log_events_on_failure=True,
         startup_timeout_seconds=900,  # a first pull of a CUDA image takes minutes
         on_finish_action="delete_succeeded_pod",
-    )
+    ).expand(arguments=arguments)
 
 
 @task(multiple_outputs=False)
-def play_match(spec: dict[str, Any], generation: int, opponent: str) -> dict[str, Any]:
+def play_match(spec: dict[str, Any], pair: list[str]) -> dict[str, Any]:
     from c4core import steps
 
-    return steps.match(spec, generation, opponent, _tags())
+    member, opponent = pair
+    return steps.match(spec, member, opponent, _tags())
 
 
 @task(multiple_outputs=False)
@@ -261,11 +290,12 @@ def fit_elo(spec: dict[str, Any], generation: int, matches: Any) -> dict[str, An
 
 @task(multiple_outputs=False)
 def register_and_promote(
-    spec: dict[str, Any], generation: int, opponents: list[str], trained: dict[str, Any], elo: dict[str, Any]
+    spec: dict[str, Any], generation: int, opponents: list[str], trained: Any, elo: dict[str, Any]
 ) -> dict[str, Any]:
     from c4core import steps
 
-    out = steps.register(spec, generation, opponents, trained.get("seconds", 0.0), _tags())
+    seconds = max((t.get("seconds", 0.0) for t in trained), default=0.0)  # the learners ran at once
+    out = steps.register(spec, generation, opponents, seconds, _tags())
     if out["champion"] != elo["champion"]:  # fit_elo and this refit read the same records
         raise RuntimeError(f"the refit crowned {out['champion']}, fit_elo {elo['champion']}")
     return out
@@ -292,12 +322,11 @@ def connect4_league() -> None:
         with TaskGroup(group_id=f"generation_{g}") as group:
             picked = pick_opponents(g)
             if EXECUTOR == "kubernetes":
-                trainer = train_pod(g)
-                picked >> trainer
+                trainer = train_pod(g, trainer_commands(picked["requests"]))
                 trained = trainer.output
             else:
-                trained = train_generation(picked["request"])
-            matches = play_match.partial(spec=picked["spec"], generation=g).expand(opponent=picked)
+                trained = train_generation(picked["requests"])
+            matches = play_match.partial(spec=picked["spec"]).expand(pair=picked)
             trained >> matches
             elo = fit_elo(picked["spec"], g, matches)
             register_and_promote(picked["spec"], g, picked["opponents"], trained, elo)

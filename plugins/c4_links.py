@@ -3,7 +3,7 @@
 Every task of a ``generation_<g>`` group of the ``connect4_league`` DAG gets three extra links
 (the buttons on a task instance's page):
 
-- **MLflow run**: the generation's run, from ``train_generation``'s result.
+- **MLflow run**: the generation's run (the main agent's), from ``train_generation``'s result.
 - **Model version**: the snapshot's registered version, from ``register_and_promote``'s result.
 - **Champion**: the version that held the ``champion`` alias once that generation finished.
 
@@ -42,7 +42,9 @@ def mlflow_ui() -> str:
 
 
 def group_result(ti_key: Any, step: str) -> dict[str, Any] | None:
-    """The return value of `step` in the same generation group as the task of `ti_key`."""
+    """The return value of `step` in the same generation group as the task of `ti_key`: for a
+    step that trains every role (a list in-process, a task mapped over the roles on Kubernetes,
+    the main agent first), the main agent's."""
     if ti_key.dag_id != DAG_ID:
         return None
     group = ti_key.task_id.split(".", 1)[0]
@@ -58,8 +60,10 @@ def group_result(ti_key: Any, step: str) -> dict[str, Any] | None:
                 run_id=ti_key.run_id,
                 dag_ids=ti_key.dag_id,
                 task_ids=f"{group}.{step}",
-                map_indexes=-1,
-            ).with_only_columns(XComModel.value)
+            )
+            .with_only_columns(XComModel.value)
+            .order_by(None)
+            .order_by(XComModel.map_index)
         ).first()
     if row is None:
         return None
@@ -69,6 +73,8 @@ def group_result(ti_key: Any, step: str) -> dict[str, Any] | None:
             value = json.loads(value)
         except ValueError:
             return None
+    if isinstance(value, list):  # every role's result: the main agent's
+        value = next((v for v in value if isinstance(v, dict) and v.get("role", "main") == "main"), None)
     return value if isinstance(value, dict) else None
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from c4core.config import (
     PROFILES,
+    ROLES,
     AlphaZeroConfig,
     LeagueConfig,
     NetConfig,
@@ -21,6 +22,7 @@ from c4core.config import (
     league_config,
     overridden,
     profile,
+    role_of,
     snapshot_name,
     with_training,
 )
@@ -48,6 +50,14 @@ MIXED = profile(
         dict(net=NetConfig(rows=5)),
         dict(net=NetConfig(cols=6)),
         dict(connect=9),
+        dict(roles=()),
+        dict(roles=("main-exploiter",)),
+        dict(roles=("main", "main")),
+        dict(roles=("main", "coach")),
+        dict(exploiter_base="random"),
+        dict(exploiter_reset_score=0.5),
+        dict(exploiter_reset_generations=0),
+        dict(processes=-1),
     ],
 )
 def test_league_config_validation(bad: dict) -> None:
@@ -212,9 +222,12 @@ def test_reading_a_config_imports_neither_torch_nor_numba() -> None:
 def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
     """Moving the configs re-keyed only AlphaZero leagues (their search became a nested
     `SearchConfig`); PPO leagues recorded before it still resume. These are their hashes as
-    recorded before the move."""
+    recorded before the move; the cpu and gpu profiles have since gained exploiters, a new
+    recipe, so their main agent alone keeps the old key."""
     expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
-    assert {name: PROFILES[name].training_hash() for name in expected} == expected
+    alone = {name: replace(PROFILES[name], roles=("main",)).training_hash() for name in expected}
+    assert alone == expected
+    assert PROFILES["smoke"].training_hash() == expected["smoke"]
 
 
 def test_pfsp_enters_the_hash_only_when_chosen() -> None:
@@ -226,3 +239,45 @@ def test_pfsp_enters_the_hash_only_when_chosen() -> None:
     for bad in (dict(opponent_sampling="best"), dict(pfsp_prior=1.5)):
         with pytest.raises(ValueError):
             replace(SMOKE, **bad)
+
+
+# ---- roles --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("g", [1, 2, 10, 123])
+@pytest.mark.parametrize("role", ROLES)
+def test_role_and_generation_invert_snapshot_name(g: int, role: str) -> None:
+    name = snapshot_name(g, role)
+    assert (generation_of(name), role_of(name)) == (g, role)
+    assert (name == f"gen{g}") == (role == "main")  # the main agent keeps its names from before roles
+
+
+@pytest.mark.parametrize("name", ["random", "gen3-xx", "gen-me", "gen3-me-le", "gen3me", "gen3-", "me3"])
+def test_role_of_other_names_is_none(name: str) -> None:
+    assert role_of(name) is None and generation_of(name) is None
+
+
+def test_exploiters_join_from_the_second_generation_and_learn_by_ppo() -> None:
+    az = replace(MIXED, roles=ROLES)
+    assert az.roles_at(1) == ("main",) and az.roles_at(2) == ROLES
+    assert az.learner(2) == "alphazero" and az.learner(2, "main-exploiter") == "ppo"
+    assert az.iterations(2, "league-exploiter") == az.ppo.iterations
+
+
+def test_roles_and_their_settings_enter_the_hash_only_when_used() -> None:
+    h = SMOKE.training_hash()
+    exploiting = replace(SMOKE, roles=("main", "main-exploiter"))
+    assert exploiting.training_hash() != h
+    for unused in (dict(exploiter_base="first"), dict(exploiter_reset_score=0.9), dict(processes=1)):
+        assert replace(SMOKE, **unused).training_hash() == h, unused  # no exploiter to change
+    assert replace(exploiting, exploiter_base="first").training_hash() != exploiting.training_hash()
+    assert replace(exploiting, processes=1).training_hash() == exploiting.training_hash()
+    assert LeagueConfig.from_dict(json.loads(json.dumps(exploiting.to_dict()))) == exploiting
+
+
+def test_the_league_share_enters_the_hash_only_when_used() -> None:
+    h = MIXED.training_hash()
+    shared = overridden(MIXED, {"alphazero": {"league_share": 0.25}})
+    assert shared.training_hash() != h
+    assert overridden(MIXED, {"alphazero": {"league_simulations": 8}}).training_hash() == h
+    for bad in ({"league_share": 1.5}, {"league_simulations": -1}):
+        with pytest.raises(ValueError):
+            overridden(MIXED, {"alphazero": bad})

@@ -40,7 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 DAG_ID = "connect4_league"
 STEPS = ("pick_opponents", "train_generation", "play_match", "fit_elo", "register_and_promote")
-SMOKE_CONF = {"league": "dagtest", "profile": "smoke", "generations": 2}
+# a smoke league with one exploiter: two learners from generation 2 on
+SMOKE_CONF = {"league": "dagtest", "profile": "smoke", "generations": 2, "roles": ["main", "main-exploiter"]}
 
 
 def airflow_env(home: Path) -> dict[str, str]:
@@ -115,7 +116,9 @@ def test_the_dagbag_loads_without_errors_fast_and_without_heavy_imports(executor
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["errors"] == {}
-    assert out["tasks"] == 20 * len(STEPS)
+    # in kubernetes mode a task builds the trainer pods' arguments (a mapped task expands only
+    # a task's return value)
+    assert out["tasks"] == 20 * (len(STEPS) + (executor == "kubernetes"))
     assert "torch" not in out["heavy"] and "mlflow" not in out["heavy"]
     # the budget is on CPU time: Airflow's own stat is wall time, which a busy shared machine
     # (and this test's `nice`) can stretch many times over
@@ -154,7 +157,7 @@ def test_each_generation_is_a_task_group_of_five_steps_in_order() -> None:
             assert prev.downstream_task_ids == {f"generation_{g}.pick_opponents"}
     assert {t.task_group.group_id for t in dag.tasks} == {f"generation_{g}" for g in range(1, 21)}
     match = dag.get_task("generation_1.play_match")
-    assert type(match).__name__.endswith("MappedOperator")  # dynamic task mapping over the members
+    assert type(match).__name__.endswith("MappedOperator")  # dynamic task mapping over the pairs
     assert dag.default_args["retries"] >= 1
     assert all(t.retries >= 1 for t in dag.tasks)
     assert dag.max_active_runs == 1 and dag.schedule is None and not dag.catchup
@@ -165,15 +168,23 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     from airflow.sdk.exceptions import ParamValidationError
 
     dag = load_dag()
-    expected = {"league", "generations", "iterations", "games", "match_games", "profile", "executor"}
+    expected = {"league", "generations", "iterations", "games", "match_games", "profile", "executor", "roles"}
     assert set(dag.params) == expected
     for name in expected:
         schema = dag.params.get_param(name).schema
         assert schema.get("title") and schema.get("description_md"), name
     assert dag.params.get_param("profile").schema["enum"] == list(PROFILES)
     assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
-    good = {"league": "a-b.c_1", "generations": 20, "iterations": 3, "games": 64, "match_games": 2}
+    good = {
+        "league": "a-b.c_1",
+        "generations": 20,
+        "iterations": 3,
+        "games": 64,
+        "match_games": 2,
+        "roles": ["main", "main-exploiter"],
+    }
     bad = {
+        "roles": ["main", "coach"],
         "generations": 21,
         "iterations": 0,
         "games": 33,
@@ -191,21 +202,44 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
 
 
 # ---- the trainer pod -----------------------------------------------------------------------------
-def test_train_generation_is_a_gpu_pod_with_secrets_and_an_xcom_sidecar() -> None:
+def role_pods(dag: Any, generation: int, roles: tuple[str, ...]) -> list[Any]:
+    """The trainer pods generation `generation`'s mapped KubernetesPodOperator starts, one per
+    role, built by the provider as a dry run from the arguments `trainer_commands` returns."""
+    module = sys.modules[dag.get_task(f"generation_{generation}.trainer_commands").python_callable.__module__]
+    spec = {"league": "k", "profile": "smoke", "roles": list(roles)}
+    requests = [
+        json.dumps({"spec": spec, "generation": generation, "role": r, "opponents": ["gen1"]}) for r in roles
+    ]
+    tags = {"airflow.run_id": "manual__1", "airflow.task_id": f"generation_{generation}.train_generation"}
+    mapped = dag.get_task(f"generation_{generation}.train_generation")
+    return [
+        mapped.unmap({"arguments": a}).build_pod_request_obj(dry_run=True)
+        for a in module.pod_arguments(requests, tags)
+    ]
+
+
+def test_train_generation_is_a_gpu_pod_per_role_with_secrets_and_an_xcom_sidecar() -> None:
     dag = load_dag("kubernetes")
     op = dag.get_task("generation_2.train_generation")
-    assert type(op).__name__ == "KubernetesPodOperator"
-    assert op.upstream_task_ids == {"generation_2.pick_opponents"}
+    assert (
+        type(op).__name__.endswith("MappedOperator") and op.operator_class.__name__ == "KubernetesPodOperator"
+    )
+    assert op.upstream_task_ids == {"generation_2.trainer_commands"}
+    assert dag.get_task("generation_2.trainer_commands").upstream_task_ids == {"generation_2.pick_opponents"}
     assert "generation_2.play_match" in op.downstream_task_ids
-    pod = op.build_pod_request_obj(dry_run=True)
+    roles = ("main", "main-exploiter", "league-exploiter")
+    pods = role_pods(dag, 2, roles)
+    assert len(pods) == len(roles)  # one pod per role, each asking for a GPU of its own
+    trained = [json.loads(p.spec.containers[0].args[2])["role"] for p in pods]
+    assert trained == list(roles)
+    assert all(p.spec.containers[0].resources.limits["nvidia.com/gpu"] == "1" for p in pods)
+    pod = pods[0]
     base = next(c for c in pod.spec.containers if c.name == "base")
     assert base.image == "connect4-trainer:0.1.0"
     assert base.command == ["python", "-m", "c4core.steps"]
     args = base.args
     assert args[0] == "train" and args[args.index("--xcom") + 1] == "/airflow/xcom/return.json"
-    request = args[args.index("--request") + 1]
-    assert "generation_2.pick_opponents" in request and "key='request'" in request
-    assert "airflow.run_id={{ run_id }}" in args
+    assert "airflow.run_id=manual__1" in args
     assert base.resources.limits["nvidia.com/gpu"] == "1"
     assert pod.spec.node_selector == {"nvidia.com/gpu.present": "true"}
     (tol,) = pod.spec.tolerations
@@ -249,10 +283,8 @@ def test_a_worker_whose_executor_differs_from_the_runs_fails_instead_of_training
 
     pods, here = load_dag("kubernetes"), load_dag()
     pod_task, local_task = (d.get_task("generation_1.train_generation") for d in (pods, here))
-    assert (
-        type(pod_task).__name__ == "KubernetesPodOperator"
-        and type(local_task).__name__ != type(pod_task).__name__
-    )
+    assert pod_task.operator_class.__name__ == "KubernetesPodOperator"
+    assert local_task.task_type != "KubernetesPodOperator"
     # a kubernetes deployment's runs must say so: the param has no default there
     with pytest.raises(ParamValidationError, match="executor: No value passed"):
         process_params(pods, pod_task, {}, suppress_exception=False)
@@ -295,6 +327,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "iterations": None,
         "games": None,
         "match_games": None,
+        "roles": ["main"],
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -364,12 +397,13 @@ def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(lea
     for g in (1, 2):
         for step in ("pick_opponents", "train_generation", "fit_elo", "register_and_promote"):
             assert league_run.tis[(f"generation_{g}.{step}", -1)] == "success", (g, step)
-    # mapped: gen1 plays the two bots, gen2 plays them and gen1
+    # mapped over the pairs: gen1 plays the two bots; gen2 and gen2-me each play them and gen1,
+    # then each other
     played = {
         g: sorted(i for (t, i), s in league_run.tis.items() if t == f"generation_{g}.play_match")
         for g in (1, 2)
     }
-    assert played == {1: [0, 1], 2: [0, 1, 2]}
+    assert played == {1: [0, 1], 2: list(range(7))}
     assert all(league_run.tis[("generation_2.play_match", i)] == "success" for i in played[2])
     for g in range(3, 21):
         assert league_run.tis[(f"generation_{g}.register_and_promote", -1)] == "skipped"
@@ -381,30 +415,47 @@ def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(lea
 def test_mlflow_holds_the_versions_the_champion_and_the_elo_tags(league_run: LeagueRun) -> None:
     client = league_run.client()
     versions = client.search_model_versions("name = 'connect4' and tags.league = 'dagtest'")
-    assert sorted(int(v.tags["generation"]) for v in versions) == [1, 2]
+    assert sorted(v.tags["member"] for v in versions) == ["gen1", "gen2", "gen2-me"]
+    assert {v.tags["member"]: v.tags["role"] for v in versions}["gen2-me"] == "main-exploiter"
     champ = client.get_model_version_by_alias("connect4", "champion")
     assert champ.current_stage == "Production" and champ.tags["league"] == "dagtest"
+    assert champ.tags["role"] == "main"  # an exploiter is never champion
+    mains = [v for v in versions if v.tags["role"] == "main"]
     assert [v.version for v in versions if v.current_stage == "Production"] == [champ.version]
-    elo = {int(v.tags["generation"]): float(v.tags["elo"]) for v in versions}
+    elo = {int(v.tags["generation"]): float(v.tags["elo"]) for v in mains}
     assert float(champ.tags["elo"]) == max(elo.values())
     for v in versions:
         lo, hi = json.loads(v.tags["elo_ci95"])
         assert lo <= float(v.tags["elo"]) <= hi
     exp = client.get_experiment_by_name("connect4-league")
     matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'dagtest'")
-    assert len(matches) == 5  # one run per mapped task
+    assert len(matches) == 2 + 7  # one run per mapped task
     gens = client.search_runs(
         [exp.experiment_id], "tags.`c4.kind` = 'generation' and tags.league = 'dagtest'"
     )
-    assert {r.data.tags["c4.finalized"] for r in gens} == {"true"}
-    tags = {r.data.tags["airflow.task_id"] for r in gens}
-    assert tags == {"generation_1.train_generation", "generation_2.train_generation"}
+    assert {r.data.tags["c4.finalized"] for r in gens if r.data.tags["role"] == "main"} == {"true"}
+    # generation 2's task trained two learners, each into a run of its own
+    trained = sorted((r.data.tags["airflow.task_id"], r.data.tags["role"]) for r in gens)
+    assert trained == [
+        ("generation_1.train_generation", "main"),
+        ("generation_2.train_generation", "main"),
+        ("generation_2.train_generation", "main-exploiter"),
+    ]
     assert {r.data.tags["airflow.run_id"] for r in gens + matches} == {league_run.run_id}
     assert {r.data.tags["airflow.dag_id"] for r in gens} == {DAG_ID}
     (league,) = client.search_runs(
         [exp.experiment_id], "tags.`c4.kind` = 'league' and tags.league = 'dagtest'"
     )
     assert league.info.status == "FINISHED"  # the last generation ends the league, as `c4 league` does
+    # the exploiter's score against the champion it trained on: its match against gen1
+    (point,) = client.get_metric_history(league.info.run_id, "league/exploitability")
+    record = next(
+        json.loads(r.data.tags["c4.record"])
+        for r in matches
+        if {r.data.tags["a"], r.data.tags["b"]} == {"gen2-me", "gen1"}
+    )
+    score = (record["win"] + record["draw"] / 2) / record["games"]
+    assert point.step == 2 and point.value == pytest.approx(score if record["a"] == "gen2-me" else 1 - score)
     assert league.data.tags["champion"].startswith(f"models:/connect4/{champ.version} ")
 
 
@@ -416,7 +467,8 @@ def test_the_links_plugin_points_at_the_run_the_version_and_the_champion(league_
     spec.loader.exec_module(links)
     client = league_run.client()
     champ = client.get_model_version_by_alias("connect4", "champion")
-    v2 = next(v for v in client.search_model_versions("tags.league = 'dagtest' and tags.generation = '2'"))
+    found = client.search_model_versions("tags.league = 'dagtest' and tags.generation = '2'")
+    v2 = next(v for v in found if v.tags["role"] == "main")  # the links lead to the main agent
     key = TaskInstanceKey(DAG_ID, "generation_2.play_match", league_run.run_id, map_index=1)
     experiment = client.get_run(v2.run_id).info.experiment_id
     run_url = links.MLflowRunLink().get_link(None, ti_key=key)
@@ -604,7 +656,7 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
         )
         assert status == 200, train_log
         text = json.dumps(train_log)
-        assert "gen 1 iteration 1/2: win vs random" in text and "policy loss" in text, text[-2000:]
+        assert "gen1 iteration 1/2: win vs random" in text and "policy loss" in text, text[-2000:]
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -19,7 +19,7 @@ import torch
 
 import c4core.league as league
 from c4core.bots import RandomBot, TacticalBot
-from c4core.config import BOT_NAMES, LeagueConfig, NetConfig, profile
+from c4core.config import BOT_NAMES, LeagueConfig, NetConfig, generation_of, profile, role_of
 from c4core.elo import fit_elo
 from c4core.league import (
     GenerationReport,
@@ -42,14 +42,14 @@ class SmokeRun:
     root: Path
     final: GenerationReport
     reports: list[GenerationReport]
-    iterations: list[tuple[int, int, dict[str, float]]] = field(default_factory=list)
+    iterations: list[tuple[str, int, dict[str, float]]] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
     root = tmp_path_factory.mktemp("league") / "t"
     reports: list[GenerationReport] = []
-    iterations: list[tuple[int, int, dict[str, float]]] = []
+    iterations: list[tuple[str, int, dict[str, float]]] = []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # module fixtures run before the per-test one
     try:
@@ -85,7 +85,7 @@ def test_smoke_league_writes_snapshots(smoke: SmokeRun) -> None:
         assert len(metrics) == SMOKE.ppo.iterations
         assert all("losses/policy" in m for m in metrics)
     assert store.snapshot(3) is None
-    assert members(store, 5) == ["random", "tactical", "gen1", "gen2"]
+    assert members(store, SMOKE, 5) == ["random", "tactical", "gen1", "gen2"]
     assert not list(smoke.root.glob("*.tmp"))
 
 
@@ -142,9 +142,9 @@ def test_reports_and_callbacks(smoke: SmokeRun) -> None:
     assert smoke.reports[0].opponents == ["random", "tactical", "self"]
     assert smoke.reports[1].opponents == ["random", "tactical", "gen1", "self"]
     assert [(g, i) for g, i, _ in smoke.iterations] == [
-        (g, i) for g in (1, 2) for i in range(SMOKE.ppo.iterations)
+        (f"gen{g}", i) for g in (1, 2) for i in range(SMOKE.ppo.iterations)
     ]
-    g2 = [m for g, _, m in smoke.iterations if g == 2]
+    g2 = [m for g, _, m in smoke.iterations if g == "gen2"]
     assert all("vs/gen1/win" in m and "vs/self/win" in m and "vs/tactical/win" in m for m in g2)
 
 
@@ -240,14 +240,17 @@ class MemoryStore:
     """An in-memory `LeagueStore`, to check the steps against the protocol alone."""
 
     def __init__(self) -> None:
-        self.snaps: dict[int, Checkpoint] = {}
+        self.snaps: dict[tuple[int, str], Checkpoint] = {}
         self.records: list[MatchResult] = []
 
-    def snapshot(self, generation: int) -> Checkpoint | None:
-        return self.snaps.get(generation)
+    def snapshot(self, generation: int, role: str = "main") -> Checkpoint | None:
+        return self.snaps.get((generation, role))
 
     def save_snapshot(self, checkpoint: Checkpoint, metrics: list[dict[str, float]]) -> None:
-        self.snaps[checkpoint.generation] = checkpoint
+        self.snaps[(checkpoint.generation, checkpoint.role)] = checkpoint
+
+    def log_iteration(self, generation: int, iteration: int, metrics: dict, role: str = "main") -> None:
+        pass
 
     def results(self) -> list[MatchResult]:
         return list(self.records)
@@ -330,7 +333,7 @@ def test_pfsp_opponents_are_drawn_from_the_records_and_favour_the_hard_ones(rate
 
 def test_champion_needs_a_snapshot() -> None:
     fit = fit_elo([_result("tactical", "random", 15, 5).to_record()])
-    with pytest.raises(ValueError, match="no snapshots"):
+    with pytest.raises(ValueError, match="no main-agent snapshots"):
         champion(fit)
 
 
@@ -353,17 +356,159 @@ def test_mixed_league_trains_gen2_by_alphazero_on_the_same_ladder(
     monkeypatch.setattr(league, "train_ppo", lambda *a, **k: calls.append("ppo") or real_ppo(*a, **k))
     monkeypatch.setattr(league, "train_alphazero", lambda *a, **k: calls.append("az") or real_az(*a, **k))
     reports: list[GenerationReport] = []
-    iterations: list[tuple[int, int, dict[str, float]]] = []
+    iterations: list[tuple[str, int, dict[str, float]]] = []
     final = run_league(
         LocalStore(tmp_path / "m"), MIXED, reports.append, lambda g, i, m: iterations.append((g, i, m))
     )
     assert calls == ["ppo", "az"]
     assert reports[1].opponents == ["self"]  # AlphaZero plays only itself
     assert {"random", "tactical", "gen1", "gen2"} == set(final.fit.ratings)  # one ladder
-    az_metrics = [m for g, _, m in iterations if g == 2]
+    az_metrics = [m for g, _, m in iterations if g == "gen2"]
     assert len(az_metrics) == 1 and "selfplay/proven_roots" in az_metrics[0]
     # gen2 continued from gen1's weights
     gen1, gen2 = LocalStore(tmp_path / "m").snapshot(1), LocalStore(tmp_path / "m").snapshot(2)
     assert gen2 is not None and gen2.train_config["alphazero_from"] == 2
     moved = [float((gen1.model[k] - gen2.model[k]).abs().max()) for k in gen1.model]
     assert 0 < max(moved) < 1  # trained a little from gen1, not from a fresh init
+
+
+# ---- roles: the main exploiter and the league exploiter ------------------------------------------
+EXPLOITING = replace(SMOKE, roles=("main", "main-exploiter", "league-exploiter"))
+
+
+def _snapshots(store: MemoryStore, *members: str) -> MemoryStore:
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(blocks=0, channels=1, value_hidden=1))
+    for m in members:
+        g, role = generation_of(m), role_of(m)
+        store.save_snapshot(Checkpoint.of(net, generation=g, role=role), [])
+    return store
+
+
+@pytest.fixture
+def role_store() -> MemoryStore:
+    """Two generations with exploiters: gen2 beats gen1, so it is champion after generation 2;
+    gen2-me, trained on gen1 (the champion after generation 1), beats it 16-4 and every
+    main agent too, so it is rated above them all."""
+    store = _snapshots(MemoryStore(), "gen1", "gen2", "gen2-me", "gen2-le")
+    for a, b, w in (
+        ("gen1", "random", 15),
+        ("tactical", "random", 18),
+        ("gen1", "tactical", 8),
+        ("gen2", "gen1", 14),
+        ("gen2", "random", 17),
+        ("gen2", "tactical", 11),
+        ("gen2-me", "gen1", 16),
+        ("gen2-me", "gen2", 17),
+        ("gen2-me", "random", 20),
+        ("gen2-me", "tactical", 18),
+        ("gen2-le", "gen1", 9),
+        ("gen2-le", "random", 16),
+        ("gen2-le", "tactical", 6),
+        ("gen2-le", "gen2", 7),
+        ("gen2-le", "gen2-me", 3),
+    ):
+        store.record_match(_result(a, b, w, 20 - w))
+    return store
+
+
+def test_a_main_exploiter_trains_only_against_the_champion(role_store: MemoryStore) -> None:
+    assert pick_opponents(role_store, EXPLOITING, 2, "main-exploiter") == ["gen1"]
+    assert pick_opponents(role_store, EXPLOITING, 3, "main-exploiter") == ["gen2"]
+    with pytest.raises(ValueError, match="no champion"):
+        pick_opponents(MemoryStore(), EXPLOITING, 1, "main-exploiter")
+
+
+def test_an_exploiter_rated_above_every_main_agent_is_never_champion(role_store: MemoryStore) -> None:
+    fit = league.fit_ratings(role_store.results())
+    assert max(fit.ratings, key=fit.ratings.get) == "gen2-me"
+    assert champion(fit) == "gen2" == league.champion_after(role_store.results(), 2)
+    assert league.champion_after(role_store.results(), 1) == "gen1"  # what generation 2 trained on
+
+
+def test_the_league_exploiter_draws_from_the_whole_league_by_pfsp(role_store: MemoryStore) -> None:
+    cfg = replace(EXPLOITING, top_snapshots=3)
+    picked = pick_opponents(role_store, cfg, 3, "league-exploiter")
+    everyone = league.members(role_store, cfg, 2)
+    assert len(picked) == 3 == len(set(picked)) and set(picked) <= set(everyone) and "self" not in picked
+    assert picked == pick_opponents(role_store, cfg, 3, "league-exploiter")  # seeded
+    # over seeds, the member gen2-le did worst against (gen2-me, 3-17) is drawn most
+    counts: dict[str, int] = {}
+    for seed in range(60):
+        (m,) = pick_opponents(role_store, replace(cfg, top_snapshots=1, seed=seed), 3, "league-exploiter")
+        counts[m] = counts.get(m, 0) + 1
+    assert max(counts, key=counts.get) == "gen2-me"
+    assert counts.get("random", 0) < counts["gen2-me"]
+
+
+def test_the_main_agent_trains_against_exploiters_too(role_store: MemoryStore) -> None:
+    picked = pick_opponents(role_store, replace(EXPLOITING, top_snapshots=3), 3)
+    assert "gen2-me" in picked  # the best-rated snapshot: what the exploiter found, the main agent meets
+
+
+def test_main_exploiter_starts_again_once_it_beats_its_champion(role_store: MemoryStore) -> None:
+    results = role_store.results()
+    strict = replace(EXPLOITING, exploiter_reset_score=0.7)
+    assert league.exploitability(results, 2) == pytest.approx(0.8)  # gen2-me vs gen1
+    assert league.main_exploiter_start(results, strict, 3) == 3  # 0.8 >= 0.7: a fresh start
+    assert league.starting_point(role_store, strict, 3, "main-exploiter") is None
+    first = replace(strict, exploiter_base="first")
+    assert league.starting_point(role_store, first, 3, "main-exploiter") == "gen1"
+    lenient = replace(EXPLOITING, exploiter_reset_score=0.9, exploiter_reset_generations=2)
+    assert league.main_exploiter_start(results, lenient, 3) == 2  # 0.8 < 0.9: it goes on
+    assert league.starting_point(role_store, lenient, 3, "main-exploiter") == "gen2-me"
+    assert league.main_exploiter_start(results, lenient, 4) == 4  # two generations old: restart
+    # the league exploiter and the main agent always go on from their last snapshot
+    assert league.starting_point(role_store, strict, 3, "league-exploiter") == "gen2-le"
+    assert league.starting_point(role_store, strict, 3) == "gen2"
+    assert league.exploitability(results, 3) is None  # no gen3-me yet
+
+
+def test_iterations_to_beat_each_champion_count_across_generations(role_store: MemoryStore) -> None:
+    results = role_store.results() + [_result("gen3", "gen2", 15, 5), _result("gen3", "random", 19, 1)]
+    store = _snapshots(role_store, "gen3")
+    for r in results[len(role_store.results()) :]:
+        store.record_match(r)
+    metrics = {
+        2: [{"vs/gen1/win": 0.3}, {"vs/gen1/win": 0.5, "vs/gen1/draw": 0.1}, {"vs/gen1/win": 0.2}],
+        3: [{"vs/gen2/win": 0.4}, {"vs/gen2/win": 0.5}],
+        4: [{"vs/gen3/win": 0.1}],
+    }
+    rows = league.iterations_to_beat(store.results(), EXPLOITING, metrics, 4)
+    assert [(r["champion"], r["from_generation"]) for r in rows] == [("gen1", 2), ("gen2", 3), ("gen3", 4)]
+    assert [r["iterations"] for r in rows] == [2, None, None]  # 0.5 + 0.1 / 2 >= 0.55 on the 2nd
+    assert [r["trained"] for r in rows] == [3, 2, 1]
+
+
+@pytest.fixture(scope="module")
+def exploited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GenerationReport, list[str]]:
+    """A smoke league of three generations with a main exploiter, trained in two processes."""
+    root = tmp_path_factory.mktemp("exploited")
+    cfg = replace(SMOKE, generations=3, roles=("main", "main-exploiter"))
+    seen: list[str] = []
+    final = run_league(LocalStore(root), cfg, on_iteration=lambda member, i, m: seen.append(member))
+    return root, final, seen
+
+
+@pytest.mark.slow
+def test_a_league_with_a_main_exploiter_rates_every_snapshot_on_one_ladder(
+    exploited: tuple[Path, GenerationReport, list[str]],
+) -> None:
+    root, final, seen = exploited
+    cfg = replace(SMOKE, generations=3, roles=("main", "main-exploiter"))
+    store = LocalStore(root)
+    snaps = ["gen1", "gen2", "gen2-me", "gen3", "gen3-me"]
+    assert league.members(store, cfg, 3) == list(BOT_NAMES) + snaps
+    assert set(final.fit.ratings) == set(BOT_NAMES) | set(snaps)
+    pairs = [frozenset((r.a, r.b)) for r in store.results()]
+    assert len(pairs) == len(set(pairs))  # each pairing once
+    everyone = list(BOT_NAMES) + snaps
+    assert set(pairs) == {frozenset((a, b)) for a in everyone for b in everyone if a != b} - {
+        frozenset(BOT_NAMES)
+    }
+    assert role_of(final.champion) == "main"
+    assert final.exploiters == {"main-exploiter": [league.champion_after(store.results(), 2)]}
+    gen3_me = store.snapshot(3, "main-exploiter")
+    assert gen3_me is not None and gen3_me.role == "main-exploiter" and gen3_me.generation == 3
+    # every learner's iterations reached this process's callback, from the learner processes too
+    assert {m: seen.count(m) for m in set(seen)} == {m: SMOKE.ppo.iterations for m in snaps}

@@ -50,7 +50,7 @@ def test_a_league_prints_progress_and_no_airflow_log_lines(tmp_path: Path) -> No
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     lines = out.splitlines()
-    iterations = [ln for ln in lines if re.match(r"gen [12] iteration [12]/2: win vs random \d\.\d\d", ln)]
+    iterations = [ln for ln in lines if re.match(r"gen[12] iteration [12]/2: win vs random \d\.\d\d", ln)]
     assert len(iterations) == 4 and all("policy loss" in ln and "value loss" in ln for ln in iterations)
     matches = [ln for ln in lines if ln.startswith("match gen")]
     assert len(matches) == 2 + 3  # gen1 plays both bots, gen2 both bots and gen1

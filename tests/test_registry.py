@@ -421,16 +421,16 @@ import json, sys, torch
 torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a tiny net
 from c4core.config import profile
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
-uri, name = sys.argv[1:3]
-config = profile("smoke", name=name, generations=3, ppo={"iterations": 6})
+uri, name, roles = sys.argv[1:4]
+config = profile("smoke", name=name, generations=3, ppo={"iterations": 6}, roles=tuple(roles.split(",")))
 final = run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
 print(json.dumps({"champion": final.report.champion, "version": final.champion_version.version}))
 """
 
 
-def league_command(uri: str, name: str) -> list[str]:
+def league_command(uri: str, name: str, roles: tuple[str, ...] = ("main",)) -> list[str]:
     """A small driver (one torch thread) that runs a 3-generation smoke league on MLflow."""
-    return [sys.executable, "-c", CRASH_DRIVER, uri, name]
+    return [sys.executable, "-c", CRASH_DRIVER, uri, name, ",".join(roles)]
 
 
 def contents(tracking: Tracking, name: str) -> dict[str, list]:
@@ -446,38 +446,57 @@ def contents(tracking: Tracking, name: str) -> dict[str, list]:
     versions = client.search_model_versions(f"name = '{MODEL_NAME}' and tags.league = '{name}'")
     champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
     return {
-        "generations": sorted(r.data.tags["generation"] for r in gens),
-        "versions": sorted((int(v.version), v.tags["generation"], v.current_stage) for v in versions),
+        "generations": sorted(r.data.tags.get("member", "gen" + r.data.tags["generation"]) for r in gens),
+        "versions": sorted((v.tags["member"], v.tags.get("role"), v.current_stage) for v in versions),
         "matches": sorted(records),
         "champion": [champ.version, champ.tags["member"]],
     }
 
 
+def learner_processes(pid: int) -> list[int]:
+    """The learner processes (multiprocessing's spawned children) of process `pid`."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        for child in (task / "children").read_text().split():
+            try:
+                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.append(int(child))
+            except OSError:  # it ended meanwhile
+                pass
+    return found
+
+
 @pytest.mark.slow
-@pytest.mark.slow
-def test_a_league_killed_mid_generation_resumes_to_the_same_store(blank_db: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("roles", [("main",), ("main", "main-exploiter")], ids=["main", "two-learners"])
+def test_a_league_killed_mid_generation_resumes_to_the_same_store(
+    blank_db: Path, tmp_path: Path, roles: tuple[str, ...]
+) -> None:
     env = os.environ | {"MLFLOW_CONFIGURE_LOGGING": "false", "PYTHONUNBUFFERED": "1"}
     crash = fresh_tracking(blank_db, tmp_path / "crash")
     whole = fresh_tracking(blank_db, tmp_path / "whole")
     uninterrupted = subprocess.Popen(
-        league_command(whole.tracking_uri, "c"), env=env, cwd=REPO,
+        league_command(whole.tracking_uri, "c", roles), env=env, cwd=REPO,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     victim = subprocess.Popen(
-        league_command(crash.tracking_uri, "c"), env=env, cwd=REPO,
+        league_command(crash.tracking_uri, "c", roles), env=env, cwd=REPO,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     client = crash.client()
+    learners: list[int] = []
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline and victim.poll() is None:
             exp = client.get_experiment_by_name("connect4-league")
             if exp is not None:
                 gen2 = client.search_runs(
                     [exp.experiment_id], "tags.`c4.kind` = 'generation' and tags.generation = '2'"
                 )
-                if gen2 and "c4.complete" not in gen2[0].data.tags and gen2[0].data.metrics:
-                    break  # generation 2 is training: its run exists, with metrics, unfinished
+                training = [r for r in gen2 if "c4.complete" not in r.data.tags and r.data.metrics]
+                if len(training) == len(roles):
+                    # generation 2 is training: every learner's run exists, with metrics, unfinished
+                    learners = learner_processes(victim.pid)
+                    break
             time.sleep(0.05)
         assert victim.poll() is None, "the league finished before it could be killed mid-generation"
         victim.send_signal(signal.SIGKILL)
@@ -486,10 +505,15 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(blank_db: Path
         if victim.poll() is None:
             victim.kill()
     assert victim.returncode == -signal.SIGKILL
+    assert len(learners) == (len(roles) if len(roles) > 1 else 0)  # one process per learner
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() for p in learners) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{p}").exists() for p in learners)  # they died with the league
     assert contents_so_far(crash, "c") == ["1"]  # killed inside generation 2
 
     rerun = subprocess.run(
-        league_command(crash.tracking_uri, "c"),
+        league_command(crash.tracking_uri, "c", roles),
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -501,15 +525,20 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(blank_db: Path
     assert uninterrupted.returncode == 0
 
     got, want = contents(crash, "c"), contents(whole, "c")
-    assert got["generations"] == want["generations"] == ["1", "2", "3"]
+    snaps = sorted(snapshot_name(g, r) for g in (1, 2, 3) for r in (roles if g > 1 else ("main",)))
+    assert got["generations"] == want["generations"] == snaps
     assert got["versions"] == want["versions"]
-    assert len(got["matches"]) == len(set(got["matches"])) == 2 + 3 + 4
+    assert [m for m, _, _ in got["versions"]] == snaps
+    members = 2 + len(snaps)
+    assert len(got["matches"]) == len(set(got["matches"])) == members * (members - 1) // 2 - 1
     assert got["matches"] == want["matches"]
     assert got["champion"] == want["champion"]
     assert json.loads(rerun.stdout) == json.loads(out)
-    # the killed attempt at generation 2 is kept only as a failed, deleted run
+    # the killed attempts at generation 2 are kept only as failed, deleted runs
     dead = runs_of(client, "generation", "c", ViewType.DELETED_ONLY)
-    assert [(r.data.tags["generation"], r.info.status) for r in dead] == [("2", "FAILED")]
+    assert sorted((r.data.tags["generation"], r.data.tags["role"], r.info.status) for r in dead) == [
+        ("2", role, "FAILED") for role in sorted(roles)
+    ]
 
 
 def contents_so_far(tracking: Tracking, name: str) -> list[str]:

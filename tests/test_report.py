@@ -1,7 +1,8 @@
 """The league report (`c4core.report`): its numbers, its figures, its page, and where it is logged.
 
 Small hand-made match records check the arithmetic (ladder history, score matrix, first/second
-split, winning runs). A smoke league in a folder checks the figures and the page; a smoke league
+split, winning runs), and, in a league with exploiters, the roles on the page, the champion, and
+the exploitability curve and table. A smoke league in a folder checks the figures and the page; a smoke league
 run by another process against a SQLite MLflow store checks that the report is logged live and
 at the end, attached to the champion, and rebuilt from MLflow alone once that process is gone.
 """
@@ -26,16 +27,19 @@ from c4core import cli
 from c4core.config import profile
 from c4core.elo import fit_elo
 from c4core.game import Position
-from c4core.league import LocalStore, champion, fit_ratings, run_league
+from c4core.league import LocalStore, champion, champion_after, exploitability, fit_ratings, run_league
 from c4core.match import WDL, MatchResult
+from c4core.net import Checkpoint, PolicyValueNet
 from c4core.report import (
     LeagueData,
     ReportFiles,
     bit_cell,
     build_report,
+    compute,
     first_second,
     ladder_history,
     order_members,
+    read_local,
     score_matrix,
     winning_runs,
 )
@@ -102,6 +106,141 @@ def test_the_winning_run_is_found(moves: str, cells: set[tuple[int, int]]) -> No
     runs = winning_runs(pos.opponent, pos.geometry)  # the stones of the side that just moved
     assert [{bit_cell(b, pos.geometry) for b in run} for run in runs] == [cells]
     assert winning_runs(pos.current, pos.geometry) == []
+
+
+# ---- a league with exploiters, from hand-made records ------------------------------------------
+ROLES_CONFIG = profile("smoke", name="roles", generations=3, roles=("main", "main-exploiter"))
+
+# gen2-me crushes everyone (gen1, the champion it trained on, above all); gen3-me only draws with
+# gen2, the champion it trained on: exploitability 0.95, then 0.5
+EXPLOITED = [
+    *RECORDS,
+    rec("gen2-me", "random", (5, 0, 0), (5, 0, 0)),
+    rec("gen2-me", "tactical", (5, 0, 0), (4, 0, 1)),
+    rec("gen2-me", "gen1", (5, 0, 0), (4, 1, 0)),
+    rec("gen2-me", "gen2", (4, 0, 1), (4, 0, 1)),
+    rec("gen3", "random", (5, 0, 0), (5, 0, 0)),
+    rec("gen3", "tactical", (3, 1, 1), (2, 0, 3)),
+    rec("gen3", "gen2", (3, 0, 2), (2, 1, 2)),
+    rec("gen3", "gen2-me", (1, 0, 4), (0, 1, 4)),
+    rec("gen3-me", "random", (5, 0, 0), (4, 0, 1)),
+    rec("gen3-me", "gen2", (2, 1, 2), (2, 1, 2)),
+    rec("gen3-me", "gen3", (2, 0, 3), (2, 0, 3)),
+]
+
+# the main exploiter's training games: 55% reached on gen1 at its 2nd iteration, never on gen2
+EXPLOITER_METRICS = {
+    "gen2-me": [{"vs/gen1/win": 0.3}, {"vs/gen1/win": 0.5, "vs/gen1/draw": 0.2}, {"vs/gen1/win": 0.8}],
+    "gen3-me": [{"vs/gen2/win": 0.2, "vs/gen2/draw": 0.3}, {"vs/gen2/win": 0.4, "vs/gen2/draw": 0.2}],
+}
+
+
+def exploited(records: list[MatchResult] = EXPLOITED) -> LeagueData:
+    return LeagueData("roles", ROLES_CONFIG, records, {}, role_metrics=EXPLOITER_METRICS)
+
+
+def test_members_are_ordered_by_generation_main_agent_first() -> None:
+    names = {"gen3", "gen2-le", "gen10", "gen2-me", "tactical", "gen2", "random", "gen1", "zed"}
+    assert order_members(names) == [
+        "random", "tactical", "gen1", "gen2", "gen2-me", "gen2-le", "gen3", "gen10", "zed"
+    ]  # fmt: skip
+
+
+def test_the_champion_is_the_main_agent_even_below_an_exploiter() -> None:
+    rep = compute(exploited())
+    assert rep.members == ["random", "tactical", "gen1", "gen2", "gen2-me", "gen3", "gen3-me"]
+    best = max(rep.fit.ratings, key=rep.fit.ratings.__getitem__)
+    assert best == "gen2-me" and rep.champion != best
+    assert rep.champion == champion(rep.fit) and rep.champion in ("gen1", "gen2", "gen3")
+    assert all(c in ("gen1", "gen2", "gen3") for c in rep.champions.values())
+
+
+def test_exploitability_is_the_main_exploiters_score_per_generation() -> None:
+    rep = compute(exploited())
+    assert rep.exploitability == {g: exploitability(EXPLOITED, g) for g in (2, 3)}
+    assert rep.exploitability == pytest.approx({2: 0.95, 3: 0.5})
+
+
+def test_iterations_to_beat_each_champion_in_turn() -> None:
+    assert (champion_after(EXPLOITED, 1), champion_after(EXPLOITED, 2)) == ("gen1", "gen2")
+    rep = compute(exploited())
+    assert rep.iterations_to_beat == [
+        {"champion": "gen1", "from_generation": 2, "trained": 3, "iterations": 2},
+        {"champion": "gen2", "from_generation": 3, "trained": 2, "iterations": None},
+    ]
+
+
+def test_the_page_shows_roles_and_exploitability(tmp_path: Path) -> None:
+    files = build_report(exploited(), tmp_path)
+    assert list(files.images) == ["ladder", "exploitability", "matrix", "training"]
+    assert files.images["exploitability"] == tmp_path / "exploitability.png"
+    assert files.images["exploitability"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = parse(files.html)
+    images = [base64.b64decode(a["src"].split(",", 1)[1]) for t, a in page.tags if t == "img"]
+    assert images == [path.read_bytes() for path in files.images.values()]  # page order = FIGURES
+
+    ladder = page.tables["ladder"]
+    assert ladder[0][:2] == ["member", "role"]
+    roles = {row[0]: row[1] for row in ladder[1:]}
+    assert roles == {
+        "random": "bot", "tactical": "bot", "gen1": "main", "gen2": "main", "gen3": "main",
+        "gen2-me": "main exploiter", "gen3-me": "main exploiter",
+    }  # fmt: skip
+    assert ladder[1][0] == "gen2-me" and roles[files.report.champion] == "main"  # the top is no champion
+
+    assert page.tables["to-beat"] == [
+        ["champion", "first faced in generation", "iterations trained", "iterations to 55%"],
+        ["gen1", "2", "3", "2"],
+        ["gen2", "3", "2", "not yet"],
+    ]
+    data = json.loads(files.data.read_text())
+    assert data["exploitability"] == pytest.approx({"2": 0.95, "3": 0.5})
+    assert data["roles"]["gen3-me"] == "main exploiter" and data["champion"] == files.report.champion
+
+
+@pytest.mark.parametrize(
+    ("records", "roles_column"),
+    [(RECORDS, False), ([*RECORDS, rec("gen2-le", "gen1", (3, 0, 2), (2, 0, 3))], True)],
+    ids=["no-exploiters", "league-exploiter-only"],
+)
+def test_without_a_main_exploiter_there_is_no_exploitability(
+    records: list[MatchResult], roles_column: bool, tmp_path: Path
+) -> None:
+    files = build_report(exploited(records), tmp_path)
+    assert "exploitability" not in files.images and not (tmp_path / "exploitability.png").exists()
+    assert files.report.exploitability == {} and files.report.iterations_to_beat == []
+    page = parse(files.html)
+    assert "to-beat" not in page.tables and "Exploitability" not in files.html.read_text()
+    assert (page.tables["ladder"][0][1] == "role") == roles_column
+    data = json.loads(files.data.read_text())
+    assert "exploitability" not in data and ("roles" in data) == roles_column
+
+
+def test_read_local_reads_the_exploiters_metrics(tmp_path: Path) -> None:
+    config = profile("smoke", name="roles", roles=("main", "main-exploiter", "league-exploiter"))
+    store = LocalStore(tmp_path / "roles")
+    net = PolicyValueNet(config.net)
+
+    def save(generation: int, role: str, metrics: list[dict[str, float]]) -> None:
+        ckpt = Checkpoint.of(net, config.geometry, generation, train_config=config.to_dict(), role=role)
+        store.save_snapshot(ckpt, metrics)
+
+    save(1, "main", [{"losses/value": 1.0}])
+    save(2, "main", [{"losses/value": 0.5}])
+    save(2, "main-exploiter", [{"vs/gen1/win": 0.25}, {"vs/gen1/win": 0.75}])
+    save(2, "league-exploiter", [{"vs/gen1/win": 0.5}])
+    save(3, "main-exploiter", [{"vs/gen2/win": 0.1}])  # generation 3 under way: its main agent isn't done
+    (store.root / "gen2-le.metrics.json").unlink()  # a snapshot whose metrics went missing
+    data = read_local(store)
+    assert data.metrics == {
+        1: [{"losses/value": 1.0}],
+        2: [{"losses/value": 0.5}],
+    }  # the main agent's, as before
+    assert data.role_metrics == {
+        "gen2-me": [{"vs/gen1/win": 0.25}, {"vs/gen1/win": 0.75}],
+        "gen2-le": [],
+        "gen3-me": [{"vs/gen2/win": 0.1}],
+    }
 
 
 # ---- a league in a folder -----------------------------------------------------------------------
