@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,15 +141,17 @@ def test_the_trainer_image_holds_c4core_and_the_cpu_torch_it_was_built_with() ->
 
 
 # ---- the trainer pod, played ---------------------------------------------------------------------
-class PickedTI:
-    """What the operator's templates read from the task instance, with no Airflow run here:
-    `xcom_pull` answers what `pick_opponents` pushed (the trainer's request)."""
+def trainer_pod(requests: list[str], generation: int = 1) -> Any:
+    """The DAG's trainer pod for the first of `requests` (the main agent's): its mapped
+    KubernetesPodOperator unmapped with the arguments `trainer_commands` gives that request, as
+    the worker does for map index 0."""
+    from test_dag import load_dag
 
-    def __init__(self, task_id: str, pushed: dict[str, str]) -> None:
-        self.task_id, self.pushed = task_id, pushed
-
-    def xcom_pull(self, task_ids: str, key: str = "return_value") -> str:
-        return self.pushed[f"{task_ids}:{key}"]
+    dag = load_dag("kubernetes")
+    module = sys.modules[dag.get_task(f"generation_{generation}.trainer_commands").python_callable.__module__]
+    task_id = f"generation_{generation}.train_generation"
+    tags = {"airflow.dag_id": dag.dag_id, "airflow.run_id": RUN_ID, "airflow.task_id": task_id}
+    return dag.get_task(task_id).unmap({"arguments": module.pod_arguments(requests, tags)[0]})
 
 
 # Every field of the operator's pod that this test changes, and why; `played_pod` checks that it
@@ -182,16 +185,15 @@ def flat(obj: Any, path: str = "") -> dict[str, Any]:
     return {k: v for key, o in items for k, v in flat(o, f"{path}.{key}" if path else key).items()}
 
 
-def played_pod(op: Any, pushed: dict[str, str]) -> dict[str, Any]:
-    """The operator's own pod as a manifest: its templates rendered by the operator with a stand-in
-    task instance, built by the provider (`build_pod_request_obj`, sidecar, secret refs and volumes
-    included), then `CHANGES` applied."""
+def played_pod(op: Any) -> dict[str, Any]:
+    """The operator's own pod as a manifest: its templates rendered by the operator, built by the
+    provider (`build_pod_request_obj`, sidecar, secret refs and volumes included), then `CHANGES`
+    applied."""
     import copy
 
     from kubernetes.client import ApiClient
 
-    context = {"ti": PickedTI(op.task_id, pushed), "dag": op.dag, "run_id": RUN_ID, "task": op}
-    op.render_template_fields(context)
+    op.render_template_fields({"dag": op.dag, "run_id": RUN_ID, "task": op})
     rendered = ApiClient().sanitize_for_serialization(op.build_pod_request_obj(dry_run=True))
     pod = copy.deepcopy(rendered)
     spec = pod["spec"]
@@ -264,7 +266,6 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
 
     require_current_trainer()
     require(XCOM_SIDECAR_IMAGE)  # build-local.sh makes a stand-in of the provider's pin
-    from test_dag import load_dag
 
     from c4core import steps
     from mlflow import MlflowClient
@@ -273,8 +274,8 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     monkeypatch.setenv("C4_MLFLOW_SECRET", secret)  # the DAG's own knob for the secret's name
     picked = steps.pick(SMOKE, 1, train_here=False)  # what pick_opponents pushes
-    op = load_dag("kubernetes").get_task("generation_1.train_generation")
-    pod = played_pod(op, {"generation_1.pick_opponents:request": picked["request"]})
+    op = trainer_pod(picked["requests"])
+    pod = played_pod(op)
     # the two images podman plays are the ones here: the trainer, and the sidecar's stand-in
     images = {c["name"]: c["image"] for c in pod["spec"]["containers"]}
     assert images == {"base": TRAINER_IMAGE, "airflow-xcom-sidecar": XCOM_SIDECAR_IMAGE}
@@ -319,9 +320,9 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
     tasks = op.dag.task_dict
     register = tasks["generation_1.register_and_promote"].python_callable
     monkeypatch.setitem(register.__globals__, "_tags", lambda: {"airflow.run_id": RUN_ID})
-    matches = [steps.match(picked["spec"], 1, member) for member in picked["members"]]
+    matches = [steps.match(picked["spec"], a, b) for a, b in picked["pairs"]]
     elo = tasks["generation_1.fit_elo"].python_callable(picked["spec"], 1, matches)
-    out = register(picked["spec"], 1, picked["opponents"], xcom, elo)
+    out = register(picked["spec"], 1, picked["opponents"], [xcom], elo)
     assert out["run_id"] == xcom["run_id"] and out["champion"] == elo["champion"]
     version = client.get_model_version(out["model_name"], str(out["version"]))
     assert version.run_id == xcom["run_id"] and version.tags["generation"] == "1"
