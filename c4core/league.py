@@ -46,7 +46,7 @@ from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
 from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
-from c4core.match import MatchResult, head_to_head, play_match
+from c4core.match import WDL, MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.ppo import train as train_ppo
 
@@ -221,7 +221,7 @@ def main_exploiter_start(results: Iterable[MatchResult], config: LeagueConfig, g
     return start
 
 
-def _exploiter_record(results: list[MatchResult], generation: int) -> Any:
+def _exploiter_record(results: list[MatchResult], generation: int) -> WDL | None:
     """The W/D/L of `generation`'s main exploiter against the champion it trained on."""
     target = champion_after(results, generation - 1)
     if target is None:

@@ -1,0 +1,222 @@
+"""The roles ablation: AlphaZero-style generations as they are, with the league share, with a main
+exploiter, and with both, at equal wall time, all continuing from one `cpu`-profile league.
+
+Three steps, each a subcommand::
+
+    # 1. the base: a finished cpu-profile league, copied from MLflow into a folder
+    python benchmarks/ablation.py base --tracking-uri sqlite:///$PWD/mlruns/mlflow.db \\
+        --league default --out /tmp/ablation/base
+    # 2. one arm: the cpu-az recipe's AlphaZero generations from that base, for --minutes of
+    #    wall time (the generation running when time is up is cut off and not counted)
+    python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
+    # 3. every arm's AlphaZero champions on the dev suite (raw and with 256 simulations), the
+    #    final champions head to head (400 games), and each exploiter arm's exploitability
+    python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
+
+The arms (`ARMS`) differ only in `roles` and `alphazero.league_share`; the seed, the net, the
+PPO recipe and the AlphaZero recipe (the `cpu-az` profile's) are the same. A main-agent-only arm
+gets the base's main snapshots and their records only, so it is the league as it was before
+roles. Run the arms one after another on an otherwise idle machine: each is timed by the wall
+clock, and an exploiter arm's learners use both cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ARMS: dict[str, dict[str, Any]] = {
+    "plain": {"roles": ("main",), "league_share": 0.0},
+    "share": {"roles": ("main",), "league_share": 0.25},
+    "exploiters": {"roles": ("main", "main-exploiter"), "league_share": 0.0},
+    "both": {"roles": ("main", "main-exploiter"), "league_share": 0.25},
+}
+"""Each arm's roles and AlphaZero league share."""
+
+
+def arm_config(arm: str) -> Any:
+    from c4core.config import PROFILES
+
+    base = PROFILES["cpu-az"]
+    settings = ARMS[arm]
+    return replace(
+        base,
+        name=f"ablation-{arm}",
+        generations=60,  # more than fit: the wall clock ends the arm
+        roles=settings["roles"],
+        alphazero=replace(base.alphazero, league_share=settings["league_share"]),
+    )
+
+
+def cmd_base(args: argparse.Namespace) -> int:
+    """Copy a finished league from MLflow into a `LocalStore` folder."""
+    from c4core.league import LocalStore
+    from c4core.registry import Tracking, open_league
+
+    store = open_league(Tracking.for_uri(args.tracking_uri), args.league)
+    out = LocalStore(args.out)
+    copied = 0
+    for g in range(1, store.config.generations + 1):
+        for role in store.config.roles_at(g):
+            ckpt = store.snapshot(g, role)
+            if ckpt is not None:
+                out.save_snapshot(ckpt, [])
+                copied += 1
+    for r in store.results():
+        out.record_match(r)
+    print(json.dumps({"league": args.league, "snapshots": copied, "matches": len(store.results())}))
+    return 0
+
+
+def _seed_arm(base: Path, folder: Path, roles: tuple[str, ...]) -> None:
+    """The base's snapshots of `roles`, and the records among them and the bots, into `folder`."""
+    from c4core.config import BOT_NAMES, role_of
+    from c4core.league import LocalStore
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    kept = set(BOT_NAMES)
+    for path in sorted(base.glob("gen*.pt")):
+        if role_of(path.stem) in roles:
+            shutil.copy(path, folder / path.name)
+            kept.add(path.stem)
+    store = LocalStore(folder)
+    for r in LocalStore(base).results():
+        if {r.a, r.b} <= kept:
+            store.record_match(r)
+
+
+def cmd_arm(args: argparse.Namespace) -> int:
+    """Run one arm for `--minutes` of wall time, in a child process killed when time is up."""
+    config = arm_config(args.arm)
+    folder = Path(args.out) / args.arm
+    _seed_arm(Path(args.base), folder, config.roles)
+    log = folder / "generations.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "_run", args.arm, str(folder)],
+        start_new_session=True,  # its learner processes go with it
+    )
+    deadline = time.monotonic() + args.minutes * 60
+    while child.poll() is None and time.monotonic() < deadline:
+        time.sleep(1.0)
+    if child.poll() is None:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    print(json.dumps({"arm": args.arm, "minutes": args.minutes, "generations": done}, indent=1))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The arm's league itself (the child of `arm`): every generation logged as it ends."""
+    import torch
+
+    from c4core.league import LocalStore, run_league
+
+    torch.set_num_threads(1)
+    config = arm_config(args.arm)
+    folder = Path(args.folder)
+    start = time.perf_counter()
+
+    def on_generation(r: Any) -> None:
+        if r.generation <= config.alphazero_from - 1:
+            return  # the base's generations, reused
+        row = {
+            "generation": r.generation,
+            "seconds": round(time.perf_counter() - start, 1),
+            "champion": r.champion,
+            "elo": round(r.fit.ratings[r.champion], 1),
+        }
+        with (folder / "generations.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    run_league(LocalStore(folder), config, on_generation)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """The suite per AlphaZero generation, the champions head to head, the exploitability."""
+    import torch
+
+    from c4core.config import generation_of
+    from c4core.league import LocalStore, champion, exploitability, fit_ratings
+    from c4core.match import play_match
+    from c4core.net import NetPlayer
+    from c4core.search import SearchPlayer
+    from c4core.suite import default_suite_path, evaluate_suite, load_suite
+
+    torch.set_num_threads(1)
+    suite = load_suite(args.suite or default_suite_path())
+    out: dict[str, Any] = {"arms": {}, "head_to_head": []}
+    champions: dict[str, NetPlayer] = {}
+    for arm in args.arms:
+        config = arm_config(arm)
+        store = LocalStore(Path(args.out) / arm)
+        results = store.results()
+        rows = []
+        g = config.alphazero_from
+        while (ckpt := store.snapshot(g)) is not None:
+            net = ckpt.build("cpu")
+            raw = evaluate_suite(NetPlayer(net, name=f"gen{g}"), suite).total.keeps_rate
+            searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name=f"gen{g}"), 256), suite)
+            rows.append(
+                {"generation": g, "raw": round(raw, 4), "mcts256": round(searched.total.keeps_rate, 4)}
+            )
+            g += 1
+        fit = fit_ratings(results)
+        best = champion(fit)
+        champions[arm] = NetPlayer(store.snapshot(generation_of(best)).build("cpu"), name=f"{arm}:{best}")
+        curve = {h: exploitability(results, h) for h in range(2, g)}
+        out["arms"][arm] = {
+            "suite": rows,
+            "champion": best,
+            "exploitability": {h: round(v, 4) for h, v in curve.items() if v is not None},
+        }
+    names = list(champions)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            r = play_match(champions[a], champions[b], 400, seed=0, opening_plies=4)
+            out["head_to_head"].append(
+                {"a": a, "b": b, "win": r.total.win, "draw": r.total.draw, "loss": r.total.loss}
+            )
+    text = json.dumps(out, indent=1)
+    print(text)
+    (Path(args.out) / "evaluation.json").write_text(text)
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("base", help="copy a finished league from MLflow into a folder")
+    b.add_argument("--tracking-uri", required=True)
+    b.add_argument("--league", required=True)
+    b.add_argument("--out", required=True)
+    a = sub.add_parser("arm", help="run one arm for a fixed wall time")
+    a.add_argument("arm", choices=list(ARMS))
+    a.add_argument("--base", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--minutes", type=float, default=30.0)
+    r = sub.add_parser("_run", help=argparse.SUPPRESS)
+    r.add_argument("arm", choices=list(ARMS))
+    r.add_argument("folder")
+    e = sub.add_parser("evaluate", help="score every arm")
+    e.add_argument("--out", required=True)
+    e.add_argument("--suite", default=None)
+    e.add_argument("arms", nargs="+", choices=list(ARMS))
+    args = p.parse_args()
+    return {"base": cmd_base, "arm": cmd_arm, "_run": cmd_run, "evaluate": cmd_evaluate}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
