@@ -3,22 +3,25 @@
 Layout in MLflow (experiment ``connect4-league``)::
 
     league run  "<league>"              tags c4.kind=league, league, config_hash; params = config
-    |                                   metrics elo/<member> (step = generation); artifact
+    |                                   metrics elo/<member> and league/exploitability
+    |                                   (step = generation); artifact
     |                                   champion_history.json (who held the title, and when);
     |                                   report/ (`log_report`, redrawn after every generation),
     |                                   tag c4.report
-    +-- generation run  "<league>/gen3" tags c4.kind=generation, league, generation, config_hash
+    +-- generation run  "<league>/gen3" tags c4.kind=generation, league, generation, role,
+    |                                   member, config_hash (one run per role: "<league>/gen3-me")
     |                                   params = the whole LeagueConfig; metrics per iteration;
     |                                   artifacts checkpoint/gen3.pt and model/ (the pyfunc)
     +-- match run  "<league>/gen3-vs-tactical"
                                         tags c4.kind=match, a, b, c4.pair, c4.record (the JSON
                                         record); params games/seed; metrics win/draw/loss, splits
 
-    registered model "connect4": one version per snapshot, tagged league, generation,
-    config_hash, elo, elo_ci95, win_vs_tactical (and suite_keeps_result, suite_best_move,
-    suite_counted, suite_file when a suite is given); stage Production + alias ``champion`` on
-    the league's best-rated snapshot, whose version also has the final report (tag ``report``,
-    the report/ folder on its source run, a link in its description).
+    registered model "connect4": one version per snapshot of every role, tagged league,
+    generation, role, member, config_hash, elo, elo_ci95, win_vs_tactical (and
+    suite_keeps_result, suite_best_move, suite_counted, suite_file when a suite is given);
+    stage Production + alias ``champion`` on the league's best-rated main-agent snapshot, whose
+    version also has the final report (tag ``report``, the report/ folder on its source run, a
+    link in its description).
 
 The league report. `c4core.report` draws a report from league data and knows nothing of MLflow;
 this module reads a league back from MLflow into that data (`open_league` finds a league by name,
@@ -515,7 +518,8 @@ def model_card(
 MODEL_DESCRIPTION = (
     "Connect Four self-play league snapshots, one version per snapshot of every league.\n\n"
     "- Alias `champion-<league>` (a `.` in the name becomes `_`): that league's best-rated "
-    "snapshot, moved after every generation.\n"
+    "main-agent snapshot, moved after every generation. Exploiters (tag `role`) are rated on the "
+    "same ladder and never champion.\n"
     "- Alias `champion` (and stage Production): the registry-wide champion. A league's champion "
     "takes it when there is none yet, when the holder comes from the same league, or by beating "
     "the holder in a recorded gating match (400 games, colours alternated, random openings, a "

@@ -32,7 +32,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,8 +156,8 @@ def pick(
     train_here: bool = True,
 ) -> dict[str, Any]:
     """Each role's opponents in `generation` (``opponents``: the main agent's), one trainer
-    request per role (``requests``, JSON; ``arguments``, the trainer pod's command line for
-    each), and the pairings the new snapshots will play (``pairs``).
+    request per role (``requests``, JSON), and the pairings the new snapshots will play
+    (``pairs``).
 
     `train_here`: training runs on this machine, so a profile that needs CUDA must find it
     (checked before the store is touched)."""
@@ -175,9 +175,7 @@ def pick(
         "spec": spec,
         "generation": generation,
         "opponents": plan["main"],
-        "roles": list(plan),
         "requests": requests,
-        "arguments": [["train", "--request", r] for r in requests],
         "pairs": [list(pair) for pair in new_pairs(store, config, generation)],
     }
 
@@ -205,9 +203,7 @@ def _announce(config: LeagueConfig, g: int, role: str, opponents: Sequence[str],
         progress(f"{member} ({role}): {what} against {', '.join(opponents)}")
 
 
-def _trained(
-    store: Any, config: LeagueConfig, g: int, role: str, device: str, reused: bool, seconds: float
-) -> dict[str, Any]:
+def _trained(store: Any, g: int, role: str, device: str, reused: bool, seconds: float) -> dict[str, Any]:
     run = store.generation_run(g, role)
     assert run is not None  # the snapshot was stored
     return {
@@ -223,7 +219,7 @@ def _trained(
     }
 
 
-def _iteration_printer(config: LeagueConfig) -> Any:
+def _iteration_printer(config: LeagueConfig) -> Callable[[str, int, dict[str, float]], None]:
     def on_iteration(member: str, i: int, metrics: dict[str, float]) -> None:
         g, role = generation_of(member), role_of(member)
         assert g is not None and role is not None
@@ -247,7 +243,7 @@ def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = Non
     printer = _iteration_printer(config)
     member = snapshot_name(g, role)
     train_generation(store, config, g, opponents, lambda i, m: printer(member, i, m), role)
-    return _trained(store, config, g, role, device, reused, time.perf_counter() - start)
+    return _trained(store, g, role, device, reused, time.perf_counter() - start)
 
 
 def train_all(
@@ -271,7 +267,7 @@ def train_all(
     plan = {role: opponents for _, _, role, opponents in parsed}
     train_learners(store, config, g, plan, _iteration_printer(config))
     seconds = time.perf_counter() - start
-    return [_trained(store, config, g, role, device, reused[role], seconds) for role in plan]
+    return [_trained(store, g, role, device, reused[role], seconds) for role in plan]
 
 
 def match(

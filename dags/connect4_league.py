@@ -61,8 +61,8 @@ TRAINER_CPUS = 4
 # which plays this pod in tests/test_pod.py, hands an emptyDir only to the pod's runAsUser)
 TRAINER_UID = 50000
 # a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
-# ever timed on a GPU (docs/BENCHMARKS.md); the cpu profile's six generations, matches included,
-# took 382 s on 2 cores
+# ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a cpu-profile generation's training took
+# about 3 minutes, the whole league 19.5
 TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
@@ -81,9 +81,10 @@ PARAMS = {
         type="string",
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
-        description_md="`smoke` (seconds, for tests), `cpu` (PPO, about 15 minutes on 2 cores), "
-        "`cpu-az` (`cpu`, then AlphaZero-style generations: about 1.5 hours on 2 cores) or `gpu` "
-        "(the reference sizing; trains on CUDA).",
+        description_md="`smoke` (seconds, for tests), `cpu` (PPO, a main agent and a main exploiter: "
+        "about 20 minutes on 2 cores), `cpu-az` (`cpu`, then AlphaZero-style generations: 101 "
+        "minutes on 2 cores before it had an exploiter) or `gpu` (the reference sizing, all three "
+        "roles; trains on CUDA).",
     ),
     "generations": Param(
         None,

@@ -209,6 +209,8 @@ def test_unknown_player(capsys: pytest.CaptureFixture[str]) -> None:
         (["match", "random"], ["b"]),
         (["league", "--games", "5"], ["--games"]),
         (["league", "--generations", "0"], ["--generations"]),
+        (["league", "--roles", "main,coach"], ["--roles", "main-exploiter"]),
+        (["league", "--roles", ","], ["--roles"]),
         (["play", "--first", "nobody"], ["--first"]),
         (["play", "--seed", "-3"], ["--seed"]),
     ],
@@ -220,6 +222,14 @@ def test_bad_flags(capsys, argv: list[str], words: list[str]) -> None:
 def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys)
     assert rc == 2 and "Traceback" not in err and "usage: c4" in err
+
+
+def test_roles_without_the_main_agent_first_are_a_usage_error(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--roles", "main-exploiter"
+    )
+    assert_one_line_error(rc, out, err, "league", "roles must start with 'main'")
+    assert not list(tmp_path.iterdir())  # nothing was written
 
 
 def test_opening_plies_too_long_is_a_usage_error(capsys) -> None:

@@ -338,6 +338,31 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         steps.resolve({"profile": "smoke", "match_games": 3})
     with pytest.raises(ValueError, match="unknown league settings: colour"):
         steps.resolve({"colour": "red"})
+    roles = steps.resolve({"profile": "smoke", "roles": ["main", "league-exploiter"]})["roles"]
+    assert roles == ["main", "league-exploiter"]
+    for bad in ("main", ["main", "coach"], ["main-exploiter"], [1]):
+        with pytest.raises(ValueError, match="role"):
+            steps.resolve({"profile": "smoke", "roles": bad})
+
+
+def test_a_trainer_request_names_a_role_that_trains_in_its_generation() -> None:
+    from c4core import steps
+
+    spec = {"league": "r", "profile": "smoke", "roles": ["main", "main-exploiter"]}
+    _, g, role, opponents = steps._request(
+        {"spec": spec, "generation": 2, "role": "main-exploiter", "opponents": ["gen1"]}
+    )
+    assert (g, role, opponents) == (2, "main-exploiter", ["gen1"])
+    old = steps._request(json.dumps({"spec": spec, "generation": 1, "opponents": ["random"]}))
+    assert old[2] == "main"  # a request from before roles trains the main agent
+    for bad, message in (
+        ({"spec": spec, "generation": 1, "role": "main-exploiter", "opponents": []}, "does not train"),
+        ({"spec": spec, "generation": 2, "role": "league-exploiter", "opponents": []}, "does not train"),
+        ({"spec": spec, "generation": 2}, "needs spec, generation and opponents"),
+        ("[1, 2]", "needs spec"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            steps._request(bad)
 
 
 def test_gpu_training_without_cuda_fails_before_mlflow_is_touched(tmp_path: Path) -> None:
