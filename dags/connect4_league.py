@@ -162,10 +162,9 @@ def _tags() -> dict[str, str]:
 @task.short_circuit
 def pick_opponents(generation: int) -> list[list[str]]:
     """Returns the pairs the new snapshots will play (the list `play_match` maps over: a mapped
-    task can only expand a return value); the spec, the main agent's opponents, the trainers'
-    requests and the trainer pods' arguments go in XComs of their own name. Past the form's
-    generation count it returns nothing, which skips this group and every later one in one
-    step."""
+    task can only expand a return value); the spec, the main agent's opponents and the
+    trainers' requests (one per role) go in XComs of their own name. Past the form's generation
+    count it returns nothing, which skips this group and every later one in one step."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from c4core import steps
