@@ -254,12 +254,17 @@ def weighted_sample(weights: Mapping[str, float], k: int, rng: np.random.Generat
     return [m for _, m in ranked[:k]]
 
 
+BEAT_SCORE = 0.55
+"""The training score against a champion at which the main exploiter counts as beating it
+(`iterations_to_beat`), the bar AlphaZero's gate set for a new network."""
+
+
 def iterations_to_beat(
     results: Iterable[MatchResult],
     config: LeagueConfig,
     metrics: Mapping[int, list[dict[str, float]]],
     upto: int,
-    threshold: float = 0.55,
+    threshold: float = BEAT_SCORE,
 ) -> list[dict[str, Any]]:
     """For each champion in turn that the main exploiter trained on up to generation `upto`: the
     generation it first did (``from_generation``), the iterations it trained on it

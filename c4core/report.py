@@ -53,7 +53,15 @@ import numpy as np
 from c4core.config import BOT_NAMES, MAIN, ROLES, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
 from c4core.game import STANDARD, Geometry, Position, has_won
-from c4core.league import LeagueStore, LocalStore, champion, exploitability, fit_ratings, iterations_to_beat
+from c4core.league import (
+    BEAT_SCORE,
+    LeagueStore,
+    LocalStore,
+    champion,
+    exploitability,
+    fit_ratings,
+    iterations_to_beat,
+)
 from c4core.match import WDL, MatchResult, head_to_head
 
 if TYPE_CHECKING:
@@ -63,8 +71,6 @@ FIGURES = ("ladder", "exploitability", "matrix", "game", "training", "suite")
 """The report's figures, in page order; ``exploitability`` only when a main exploiter has played
 the champion it trained on, ``suite`` only when suite metrics exist."""
 SAMPLE_OPPONENT = "tactical"
-BEAT_SCORE = 0.55
-"""The training score against a champion at which the main exploiter counts as beating it."""
 ROLE_LABELS = {MAIN: "main", "main-exploiter": "main exploiter", "league-exploiter": "league exploiter"}
 """How the page names each role (`c4core.config.ROLES`)."""
 _EXPLOITER_STYLE = {"main-exploiter": ("Oranges", "--", 0.08), "league-exploiter": ("Purples", "-.", 0.16)}
