@@ -2,8 +2,9 @@
 
 Runs a command (by default `make league`), samples its whole process tree once a second with
 psutil, and reports the wall time, the CPU time of the tree, and the CPU rate while learners
-train in processes of their own (`c4core.league.train_learners`: a sample counts as training
-when at least two learner processes are alive)::
+train in processes of their own (`c4core.league.train_learners`, and the other ranks of a
+data-parallel learner: a sample counts as training when at least `--learners` spawned processes
+are alive; 2 for two roles, 1 for one learner on two ranks, whose rank 0 is not spawned)::
 
     python benchmarks/bench_cores.py --out /tmp/cores.json -- make league LEAGUE=cores
     python benchmarks/bench_cores.py --load -- make league LEAGUE=loaded   # beside a busy core
@@ -41,7 +42,7 @@ def tree_cpu(root: psutil.Process) -> tuple[float, int]:
     return total, learners
 
 
-def measure(command: list[str], load: bool) -> dict[str, float]:
+def measure(command: list[str], load: bool, learners: int = 2) -> dict[str, float]:
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if load else None
     start = time.perf_counter()
     proc = subprocess.Popen(command)
@@ -50,26 +51,23 @@ def measure(command: list[str], load: bool) -> dict[str, float]:
     peak = 0.0
     while proc.poll() is None:
         try:
-            cpu, learners = tree_cpu(root)
+            cpu, alive = tree_cpu(root)
         except psutil.Error:
             break
         peak = max(peak, cpu)  # reaped grandchildren drop out of the sum: keep the running total
-        samples.append((time.perf_counter() - start, peak, learners))
+        samples.append((time.perf_counter() - start, peak, alive))
         time.sleep(1.0)
     wall = time.perf_counter() - start
     if burner is not None:
         burner.kill()
-    rates = [
-        (c1 - c0) / (t1 - t0)
+    windows = [
+        (t1 - t0, c1 - c0)
         for (t0, c0, n0), (t1, c1, n1) in zip(samples, samples[1:], strict=False)
-        if n0 >= 2 and n1 >= 2
+        if n0 >= learners and n1 >= learners
     ]
-    training = sum(
-        t1 - t0 for (t0, _, n0), (t1, _, n1) in zip(samples, samples[1:], strict=False) if n0 >= 2 and n1 >= 2
-    )
-    trained_cpu = sum(
-        c1 - c0 for (_, c0, n0), (_, c1, n1) in zip(samples, samples[1:], strict=False) if n0 >= 2 and n1 >= 2
-    )
+    rates = [cpu / seconds for seconds, cpu in windows]
+    training = sum(seconds for seconds, _ in windows)
+    trained_cpu = sum(cpu for _, cpu in windows)
     return {
         "returncode": proc.returncode,
         "wall_s": round(wall, 1),
@@ -79,6 +77,7 @@ def measure(command: list[str], load: bool) -> dict[str, float]:
         "training_cpu_per_wall": round(trained_cpu / training, 3) if training else None,
         "training_median_window": round(statistics.median(rates), 3) if rates else None,
         "load": load,
+        "learners": learners,
     }
 
 
@@ -86,9 +85,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--load", action="store_true", help="keep one core busy beside the command")
     p.add_argument("--out", type=Path, help="also write the result here as JSON")
+    p.add_argument(
+        "--learners", type=int, default=2, help="spawned processes alive that mark training (default: 2)"
+    )
     p.add_argument("command", nargs="*", default=["make", "league"])
     args = p.parse_args()
-    result = measure(args.command, args.load) | {"command": " ".join(args.command)}
+    result = measure(args.command, args.load, args.learners) | {"command": " ".join(args.command)}
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -138,10 +138,20 @@ class PPOConfig:
     """Dual-clip PPO (Ye et al. 2020): bound the loss of a negative-advantage decision at this
     ratio. Mirrored decisions are off-policy, and one whose old probability was tiny would
     otherwise get an unbounded ratio and wreck the update."""
+    ranks: int = field(default=1, metadata={HASHED: "when-changed"})
+    """Data-parallel processes one PPO learner trains on, each with one torch thread
+    (`torch.distributed`, gloo on loopback): each rank plays ``games / ranks`` of the games
+    with a random stream of its own, and every gradient step averages over all ranks' decisions,
+    so one update still sees every game. Hashed when changed: the games differ with the ranks."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 2 or self.minibatch_size < 1:
             raise ValueError(f"bad PPO config: {self}")
+        if self.ranks < 1 or self.games // self.ranks < 2:
+            raise ValueError(
+                f"PPO ranks must be at least 1, each with at least 2 of the {self.games} games, "
+                f"got {self.ranks}"
+            )
         if not 0.0 <= self.gae_lambda <= 1.0:
             raise ValueError("gae_lambda must be within 0..1")
 
@@ -318,6 +328,8 @@ class LeagueConfig:
             raise ValueError("exploiter_reset_generations must be at least 1, and processes 0 or more")
         if self.alphazero_from < 0:
             raise ValueError("alphazero_from must be 0 (never) or a generation number")
+        if self.ppo.ranks > 1 and self.device != "cpu":
+            raise ValueError("PPO ranks are CPU processes: a learner on a GPU trains alone (ranks 1)")
         if self.net.rows != self.rows or self.net.cols != self.cols:
             raise ValueError("the network's board size must match the league's")
         Geometry(self.rows, self.cols, self.connect)
@@ -431,22 +443,22 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=20,
         gating_games=20,
     ),
-    # the main agent and a main exploiter: two learners, one per core (docs/BENCHMARKS.md)
+    # the main agent alone on two data-parallel ranks, one per core (docs/BENCHMARKS.md)
     "cpu": LeagueConfig(
         profile="cpu",
         generations=6,
-        ppo=PPOConfig(iterations=25, games=768),
+        ppo=PPOConfig(iterations=25, games=768, ranks=2),
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
-        roles=("main", "main-exploiter"),
     ),
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
-    # from them, rescored by the exact solver from ply 16: 101 minutes on 2 cores
-    # (docs/BENCHMARKS.md)
+    # from them, rescored by the exact solver from ply 16, a quarter of their games against
+    # snapshots drawn by PFSP: the roles ablation kept the league share and dropped the main
+    # exploiter (docs/BENCHMARKS.md)
     "cpu-az": LeagueConfig(
         profile="cpu-az",
         generations=18,
-        ppo=PPOConfig(iterations=25, games=768),
+        ppo=PPOConfig(iterations=25, games=768, ranks=2),
         alphazero=AlphaZeroConfig(
             iterations=40,
             games=256,
@@ -455,11 +467,11 @@ PROFILES: dict[str, LeagueConfig] = {
             opening_plies_max=24,
             replay_iterations=8,
             solve_from=16,
+            league_share=0.25,
         ),
         alphazero_from=7,
         net=NetConfig(blocks=2, channels=32),
         match_games=400,
-        roles=("main", "main-exploiter"),
     ),
     "gpu": LeagueConfig(
         profile="gpu",
@@ -513,10 +525,12 @@ def league_config(
     seed: int | None = None,
     device: str | None = None,
     roles: tuple[str, ...] | None = None,
+    ranks: int | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
-    and games those of both learners). A ValueError names a bad value."""
+    and games those of both learners; `ranks`, `PPOConfig.ranks`). A ValueError names a bad
+    value."""
     given = {
         "generations": generations,
         "match_games": match_games,
@@ -525,6 +539,8 @@ def league_config(
         "roles": tuple(roles) if roles is not None else None,
     }
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
+    if ranks is not None:
+        config = replace(config, ppo=replace(config.ppo, ranks=ranks))
     return with_training(config, iterations, games)
 
 

@@ -20,6 +20,9 @@ best-rated main-agent snapshot: an exploiter is a teacher and a probe, never the
 How much the main exploiter beats the champion it trained on is the champion's
 `exploitability`.
 
+A PPO learner can also train data-parallel on `PPOConfig.ranks` processes (`c4core.ppo.Ranks`),
+which puts both cores on one learner where the roles would leave one idle.
+
 The league's state lives behind `LeagueStore`, so the same steps run on a local folder (here)
 or on MLflow (`c4core.registry`), and every step is idempotent: a snapshot or match that the
 store already holds is reused, never redone, which is what makes a killed league resumable. The
@@ -34,13 +37,16 @@ import os
 import queue
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
+from torch import distributed
 
 from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
@@ -48,6 +54,7 @@ from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of,
 from c4core.elo import EloFit, fit_elo
 from c4core.match import WDL, MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.ppo import Ranks
 from c4core.ppo import train as train_ppo
 
 
@@ -322,10 +329,40 @@ def train_generation(
     role: str = MAIN,
 ) -> Checkpoint:
     """Train `role`'s snapshot of `generation` (reusing it if the store has it) and store it;
-    each iteration's metrics go to `store.log_iteration` as it ends."""
+    each iteration's metrics go to `store.log_iteration` as it ends. A PPO learner with
+    `PPOConfig.ranks` above 1 trains here as rank 0, its other ranks in processes of their own
+    (`_ppo_ranks`); only rank 0 records."""
     existing = store.snapshot(generation, role)
     if existing is not None:
         return existing
+    net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+    metrics: list[dict[str, float]] = []
+
+    def record(i: int, m: dict[str, float]) -> None:
+        metrics.append(m)
+        store.log_iteration(generation, i, m, role)
+        if on_iteration is not None:
+            on_iteration(i, m)
+
+    if config.learner(generation, role) == "alphazero":
+        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
+        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, opponents=members)
+    elif config.ppo.ranks > 1:
+        with _ppo_ranks(store, config, generation, opponents, role) as ranks:
+            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
+    else:
+        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record)
+    ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
+    store.save_snapshot(ckpt, metrics)
+    return ckpt
+
+
+def _learner_setup(
+    store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
+) -> tuple[PolicyValueNet, torch.optim.Optimizer, list[Player | None], int]:
+    """What `role`'s learner of `generation` starts from: its network and optimizer (from its
+    `starting_point`), its opponents as players, and its training seed. The same on every
+    PPO rank, which is what keeps the ranks' replicas equal."""
     tag = "" if role == MAIN else f":{role}"  # the main agent's seeds are those from before roles
     torch.manual_seed(_seed(config, generation, "init" + tag))
     net = PolicyValueNet(config.net).to(config.device)
@@ -336,27 +373,109 @@ def train_generation(
         net.load_state_dict(previous.model)
         if previous.optimizer and previous.role == role:  # its own run goes on; a restart is fresh
             optimizer.load_state_dict(previous.optimizer)
-    # snapshots in training play stochastically, so the learner meets varied games
-    players = [None if o == "self" else load_member(store, o, config, greedy=False) for o in opponents]
-    metrics: list[dict[str, float]] = []
-
-    def record(i: int, m: dict[str, float]) -> None:
-        metrics.append(m)
-        store.log_iteration(generation, i, m, role)
-        if on_iteration is not None:
-            on_iteration(i, m)
-
-    seed = _seed(config, generation, "train" + tag)
-    if config.learner(generation, role) == "alphazero":
-        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
-        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, opponents=members)
-    else:
+    if config.learner(generation, role) == "ppo":
         for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
             group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
-        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record)
-    ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
-    store.save_snapshot(ckpt, metrics)
-    return ckpt
+    # snapshots in training play stochastically, so the learner meets varied games
+    players = [None if o == "self" else load_member(store, o, config, greedy=False) for o in opponents]
+    return net, optimizer, players, _seed(config, generation, "train" + tag)
+
+
+RANK_TIMEOUT = timedelta(minutes=10)
+"""How long a PPO rank waits for the others at a step before it gives up."""
+
+
+@contextmanager
+def _ppo_ranks(
+    store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
+) -> Iterator[Ranks]:
+    """torch.distributed's process group for one data-parallel PPO learner: this process is rank
+    0, and ranks 1.. are spawned processes (`_ppo_rank`) that set up the same learner. The group
+    talks over loopback (a TCPStore on 127.0.0.1, gloo on ``lo``): the ranks share one machine.
+    A rank that fails ends the group, and its error is raised here."""
+    if distributed.is_initialized():
+        raise RuntimeError("a PPO learner with ranks needs a process without a torch.distributed group")
+    world = config.ppo.ranks
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # before the spawn, so every rank gets it
+    rendezvous = distributed.TCPStore(
+        "127.0.0.1", 0, world, is_master=True, timeout=RANK_TIMEOUT, wait_for_workers=False
+    )
+    ctx = multiprocessing.get_context("spawn")
+    errors = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_ppo_rank,
+            args=(store, config, generation, opponents, role, rendezvous.port, rank, errors),
+            name=f"{snapshot_name(generation, role)}-rank{rank}",
+        )
+        for rank in range(1, world)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        distributed.init_process_group(
+            "gloo", store=rendezvous, rank=0, world_size=world, timeout=RANK_TIMEOUT
+        )
+        yield Ranks(0, world)
+    except Exception as e:
+        failed = _rank_errors(procs, errors)
+        if failed:
+            raise RuntimeError(f"learner {snapshot_name(generation, role)}: {failed}") from e
+        raise
+    finally:
+        if distributed.is_initialized():
+            distributed.destroy_process_group()
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+
+
+def _rank_errors(procs: list[Any], errors: Any) -> str:
+    """What the failed ranks said (or how they died), waiting a little for their word."""
+    said: dict[int, str] = {}
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and len(said) < len(procs):
+        try:
+            rank, message = errors.get(timeout=0.2)
+            said[rank] = message
+        except queue.Empty:
+            if all(not p.is_alive() for p in procs):
+                break
+    for rank, proc in enumerate(procs, start=1):
+        if rank not in said and proc.exitcode not in (None, 0):
+            said[rank] = f"its process died (exit code {proc.exitcode})"
+    return "; ".join(f"PPO rank {r} failed: {m}" for r, m in sorted(said.items()))
+
+
+def _ppo_rank(
+    store: LeagueStore,
+    config: LeagueConfig,
+    generation: int,
+    opponents: list[str],
+    role: str,
+    port: int,
+    rank: int,
+    errors: Any,
+) -> None:
+    """PPO rank `rank` (1 or more) of a data-parallel learner, on one torch thread: it trains
+    the same learner as rank 0 on its own share of the games, and records nothing."""
+    _die_with_parent()
+    torch.set_num_threads(1)
+    world = config.ppo.ranks
+    try:
+        rendezvous = distributed.TCPStore("127.0.0.1", port, world, is_master=False, timeout=RANK_TIMEOUT)
+        distributed.init_process_group(
+            "gloo", store=rendezvous, rank=rank, world_size=world, timeout=RANK_TIMEOUT
+        )
+        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, Ranks(rank, world))
+    except Exception as e:  # rank 0 raises it, with the learner's name
+        errors.put((rank, f"{type(e).__name__}: {e}"))
+    finally:
+        if distributed.is_initialized():
+            distributed.destroy_process_group()
 
 
 def load_snapshot(store: LeagueStore, member: str) -> Checkpoint:
@@ -379,6 +498,7 @@ def train_learners(
     holds, and return each role's snapshot. With more than one to train and `processes` not 1,
     each learner trains in a process of its own with one torch thread (small forwards scale
     badly across threads, docs/BENCHMARKS.md), at most `processes` at once (0: one per core).
+    A PPO learner with `PPOConfig.ranks` above 1 adds its other ranks' processes to that.
     `on_iteration(member, i, metrics)` is called here, in this process, for every learner."""
     todo = [role for role in plan if store.snapshot(generation, role) is None]
     workers = config.processes or min(len(todo), os.cpu_count() or 1)

@@ -8,6 +8,12 @@ over the learner's own decisions, bootstrapping from the value head (Schulman et
 the update is PPO-clip with a value baseline and an entropy bonus (Schulman et al. 2017), with
 names as in CleanRL. Mirror augmentation doubles every batch with the board's left-right image,
 old log-probs of the mirrored states taken from the pre-update network so the ratio stays exact.
+
+A learner can train data-parallel over `PPOConfig.ranks` processes (`Ranks`), as PyTorch's
+DistributedDataParallel does: each rank collects its share of the games, and every gradient
+step sums the ranks' gradients, each weighted by its share of the step's decisions, so the step
+follows the mean loss over all of them. Every rank then takes the same step from the same
+parameters, and the replicas stay equal without a broadcast.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import distributed
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
@@ -26,6 +33,29 @@ from c4core.config import PPOConfig
 from c4core.game import STANDARD, Geometry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """This process's place among the data-parallel processes of one PPO learner. With
+    ``world > 1`` the caller has started torch.distributed's default process group of `world`
+    processes; the default is a learner alone, which communicates with nobody."""
+
+    rank: int = 0
+    world: int = 1
+
+    def sum(self, values: torch.Tensor) -> torch.Tensor:
+        """`values` summed over every rank, in place; alone, `values` as they are."""
+        if self.world > 1:
+            distributed.all_reduce(values)
+        return values
+
+    def seed(self, seed: int) -> int:
+        """This rank's random stream: `seed` itself on rank 0, so a learner alone plays as before."""
+        return seed if self.rank == 0 else (seed * 1_000_003 + self.rank) % 2**63
+
+
+ALONE = Ranks()
 
 
 @dataclass
@@ -148,37 +178,66 @@ def ppo_update(
     batch: Rollout,
     config: PPOConfig,
     generator: torch.Generator,
+    ranks: Ranks = ALONE,
 ) -> dict[str, float]:
-    """Clipped-PPO epochs over one rollout; returns the mean losses over its gradient steps."""
+    """Clipped-PPO epochs over one rollout; returns the mean losses over its gradient steps.
+
+    Data-parallel (`ranks`), every rank takes the same number of steps, each over its own
+    share of its decisions, and the advantages are normalized over the step's decisions on
+    all ranks."""
     if config.mirror:
         batch = _with_mirror(net, batch)
     net.train()
     n = len(batch)
+    params = [p for p in net.parameters() if p.requires_grad]
+    if ranks.world > 1:
+        sizes = torch.zeros(ranks.world, dtype=torch.int64)
+        sizes[ranks.rank] = n
+        sizes = ranks.sum(sizes)
+        steps = max(1, -(-int(sizes.sum()) // config.minibatch_size))
+        # torch.tensor_split gives the first n % steps chunks one more row
+        step_sizes = [int((sizes // steps + (j < sizes % steps)).sum()) for j in range(steps)]
     stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "approx_kl", "clipfrac")}
     for _ in range(config.update_epochs):
         epoch_kl: list[float] = []
         perm = torch.randperm(n, generator=generator).to(batch.actions.device)
-        for lo in range(0, n, config.minibatch_size):
-            mb = perm[lo : lo + config.minibatch_size]
-            logits, value = net(batch.planes[mb], batch.legal[mb])
-            logp_all = torch.log_softmax(logits, 1)
-            logp = logp_all.gather(1, batch.actions[mb, None]).squeeze(1)
-            log_ratio = logp - batch.logprobs[mb]
-            ratio = log_ratio.exp()
+        chunks = perm.split(config.minibatch_size) if ranks.world == 1 else perm.tensor_split(steps)
+        for j, mb in enumerate(chunks):
             adv = batch.advantages[mb]
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(mb) > 1 else adv
-            pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef))
-            if config.dual_clip is not None:
-                pg_loss = torch.where(adv < 0, torch.min(pg_loss, -adv * config.dual_clip), pg_loss)
-            pg_loss = pg_loss.mean()
-            v_loss = 0.5 * F.mse_loss(value, batch.returns[mb])
-            probs = logp_all.exp()
-            entropy = -(probs * logp_all.clamp(min=-30)).sum(1).mean()
-            loss = pg_loss - config.ent_coef * entropy + config.vf_coef * v_loss
+            if ranks.world == 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(mb) > 1 else adv
+                share = 1.0
+            else:
+                total = step_sizes[j]
+                moments = ranks.sum(torch.stack((adv.sum(), (adv * adv).sum())).double())
+                mean = moments[0] / total
+                std = ((moments[1] - total * mean * mean) / max(total - 1, 1)).clamp(min=0).sqrt()
+                adv = ((adv - mean) / (std + 1e-8)).to(adv.dtype) if total > 1 else adv
+                share = len(mb) / total
             optimizer.zero_grad()
-            loss.backward()
+            if len(mb):
+                logits, value = net(batch.planes[mb], batch.legal[mb])
+                logp_all = torch.log_softmax(logits, 1)
+                logp = logp_all.gather(1, batch.actions[mb, None]).squeeze(1)
+                log_ratio = logp - batch.logprobs[mb]
+                ratio = log_ratio.exp()
+                pg_loss = torch.max(
+                    -adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
+                )
+                if config.dual_clip is not None:
+                    pg_loss = torch.where(adv < 0, torch.min(pg_loss, -adv * config.dual_clip), pg_loss)
+                pg_loss = pg_loss.mean()
+                v_loss = 0.5 * F.mse_loss(value, batch.returns[mb])
+                probs = logp_all.exp()
+                entropy = -(probs * logp_all.clamp(min=-30)).sum(1).mean()
+                loss = pg_loss - config.ent_coef * entropy + config.vf_coef * v_loss
+                (loss * share if ranks.world > 1 else loss).backward()
+            if ranks.world > 1:
+                _sum_gradients(params, ranks)
             torch.nn.utils.clip_grad_norm_(net.parameters(), config.max_grad_norm)
             optimizer.step()
+            if not len(mb):
+                continue
             with torch.no_grad():
                 stats["policy"].append(pg_loss.item())
                 stats["value"].append(v_loss.item())
@@ -189,10 +248,29 @@ def ppo_update(
                 epoch_kl.append(((r - 1) - lr).mean().item())
                 stats["approx_kl"].append(epoch_kl[-1])
                 stats["clipfrac"].append(((r - 1).abs() > config.clip_coef).float().mean().item())
-        if config.target_kl is not None and np.mean(epoch_kl) > config.target_kl:
-            break
+        kl = _mean_over_ranks([float(np.mean(epoch_kl)) if epoch_kl else 0.0], ranks)[0]
+        if config.target_kl is not None and kl > config.target_kl:
+            break  # every rank sees the same mean, so all stop together
     net.eval()
-    return {k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}
+    means = [float(np.mean(v)) if v else 0.0 for v in stats.values()]
+    return dict(zip(stats, _mean_over_ranks(means, ranks), strict=True))
+
+
+def _sum_gradients(params: list[torch.nn.Parameter], ranks: Ranks) -> None:
+    """Each parameter's gradient summed over the ranks, in one all-reduce (a rank whose step had
+    no decisions of its own adds zeros)."""
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    flat = ranks.sum(torch.cat([p.grad.reshape(-1) for p in params]))
+    for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
+        p.grad.copy_(g.view_as(p))
+
+
+def _mean_over_ranks(values: list[float], ranks: Ranks) -> list[float]:
+    if ranks.world == 1:
+        return values
+    return (ranks.sum(torch.tensor(values, dtype=torch.float64)) / ranks.world).tolist()
 
 
 def _with_mirror(net: PolicyValueNet, batch: Rollout) -> Rollout:
@@ -228,27 +306,35 @@ def train(
     geometry: Geometry = STANDARD,
     optimizer: torch.optim.Optimizer | None = None,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    ranks: Ranks = ALONE,
 ) -> torch.optim.Optimizer:
     """Run `config.iterations` PPO iterations in place; returns the optimizer (to checkpoint).
 
     `on_iteration(i, metrics)` receives namespaced metrics: ``losses/*`` and
-    ``vs/<opponent>/{win,draw,loss}`` rates, plus ``charts/seconds``.
+    ``vs/<opponent>/{win,draw,loss}`` rates, plus ``charts/seconds``. Data-parallel, every rank
+    calls this with the same network, optimizer state and opponents, and `config.ranks` of
+    them; each plays its share of the games, and the metrics count every rank's games.
     """
+    if ranks.world != config.ranks:
+        raise ValueError(f"the PPO config asks for {config.ranks} ranks, and {ranks.world} train")
     if optimizer is None:
         optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(ranks.seed(seed))
     for it in range(config.iterations):
         start = time.perf_counter()
-        rollout, wdl = collect(
-            net, opponents, config.games, gen, geometry, config.gae_lambda, config.opening_plies
-        )
-        losses = ppo_update(net, optimizer, rollout, config, gen)
+        games = config.games // ranks.world
+        rollout, wdl = collect(net, opponents, games, gen, geometry, config.gae_lambda, config.opening_plies)
+        losses = ppo_update(net, optimizer, rollout, config, gen, ranks)
         metrics = {f"losses/{k}": v for k, v in losses.items()}
-        for name, r in wdl.items():
-            metrics[f"vs/{name}/win"] = r.win / r.games
-            metrics[f"vs/{name}/draw"] = r.draw / r.games
-            metrics[f"vs/{name}/loss"] = r.loss / r.games
-        metrics["charts/decisions"] = float(len(rollout))
+        # every rank's games and decisions, in one all-reduce: W/D/L rows, then the decisions
+        rows = [[r.win, r.draw, r.loss] for r in wdl.values()] + [[len(rollout), 0, 0]]
+        counts = ranks.sum(torch.tensor(rows))
+        for name, (win, draw, loss) in zip(wdl, counts[:-1].tolist(), strict=True):
+            games = win + draw + loss
+            metrics[f"vs/{name}/win"] = win / games
+            metrics[f"vs/{name}/draw"] = draw / games
+            metrics[f"vs/{name}/loss"] = loss / games
+        metrics["charts/decisions"] = float(counts[-1, 0])
         metrics["charts/seconds"] = time.perf_counter() - start
         if on_iteration is not None:
             on_iteration(it, metrics)

@@ -209,7 +209,6 @@ def test_unknown_player(capsys: pytest.CaptureFixture[str]) -> None:
         (["match", "random"], ["b"]),
         (["league", "--games", "5"], ["--games"]),
         (["league", "--generations", "0"], ["--generations"]),
-        (["league", "--roles", "main,coach"], ["--roles", "main-exploiter"]),
         (["league", "--roles", ","], ["--roles"]),
         (["play", "--first", "nobody"], ["--first"]),
         (["play", "--seed", "-3"], ["--seed"]),
@@ -224,12 +223,24 @@ def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 2 and "Traceback" not in err and "usage: c4" in err
 
 
-def test_roles_without_the_main_agent_first_are_a_usage_error(capsys, tmp_path: Path) -> None:
-    rc, out, err = run(
-        capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--roles", "main-exploiter"
-    )
-    assert_one_line_error(rc, out, err, "league", "roles must start with 'main'")
+@pytest.mark.parametrize(
+    "roles, words",
+    [
+        ("main-exploiter", ["roles must start with 'main'"]),
+        ("main,coach", ["unknown role(s) coach", "main-exploiter", "league-exploiter"]),
+    ],
+)
+def test_bad_roles_are_a_usage_error(capsys, tmp_path: Path, roles: str, words: list[str]) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--roles", roles)
+    assert_one_line_error(rc, out, err, "league", *words)
     assert not list(tmp_path.iterdir())  # nothing was written
+
+
+def test_bad_ranks_are_a_usage_error(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--ranks", "32")
+    assert_one_line_error(rc, out, err, "league", "ranks", "at least 2 of the 32 games, got 32")
+    assert not list(tmp_path.iterdir())
+    assert_argparse_error(*run(capsys, "league", "--ranks", "0"), "league", "--ranks")
 
 
 def test_opening_plies_too_long_is_a_usage_error(capsys) -> None:

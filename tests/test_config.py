@@ -222,11 +222,17 @@ def test_reading_a_config_imports_neither_torch_nor_numba() -> None:
 def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
     """Moving the configs re-keyed only AlphaZero leagues (their search became a nested
     `SearchConfig`); PPO leagues recorded before it still resume. These are their hashes as
-    recorded before the move; the cpu and gpu profiles have since gained exploiters, a new
-    recipe, so their main agent alone keeps the old key."""
+    recorded before the move; the gpu profile has since gained exploiters and the cpu profile
+    two PPO ranks, each a new recipe, so their main agent alone on one rank keeps the old key."""
     expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
-    alone = {name: replace(PROFILES[name], roles=("main",)).training_hash() for name in expected}
+    alone = {
+        name: replace(
+            PROFILES[name], roles=("main",), ppo=replace(PROFILES[name].ppo, ranks=1)
+        ).training_hash()
+        for name in expected
+    }
     assert alone == expected
+    assert PROFILES["cpu"].ppo.ranks == 2 and PROFILES["cpu"].roles == ("main",)
     assert PROFILES["smoke"].training_hash() == expected["smoke"]
 
 
@@ -281,3 +287,15 @@ def test_the_league_share_enters_the_hash_only_when_used() -> None:
     for bad in ({"league_share": 1.5}, {"league_simulations": -1}):
         with pytest.raises(ValueError):
             overridden(MIXED, {"alphazero": bad})
+
+
+def test_ppo_ranks_enter_the_hash_only_when_more_than_one_and_stay_on_the_cpu() -> None:
+    h = SMOKE.training_hash()
+    assert overridden(SMOKE, {"ppo": {"ranks": 1}}).training_hash() == h
+    ranked = league_config("smoke", "t", ranks=2)
+    assert ranked.ppo.ranks == 2 and ranked.training_hash() != h
+    assert replace(ranked, processes=1).training_hash() == ranked.training_hash()
+    with pytest.raises(ValueError, match="GPU"):
+        replace(ranked, device="cuda")
+    with pytest.raises(ValueError, match="at least 2 of the 32 games"):
+        league_config("smoke", "t", ranks=17)

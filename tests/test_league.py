@@ -512,3 +512,51 @@ def test_a_league_with_a_main_exploiter_rates_every_snapshot_on_one_ladder(
     assert gen3_me is not None and gen3_me.role == "main-exploiter" and gen3_me.generation == 3
     # every learner's iterations reached this process's callback, from the learner processes too
     assert {m: seen.count(m) for m in set(seen)} == {m: SMOKE.ppo.iterations for m in snaps}
+
+
+# ---- data-parallel learners --------------------------------------------------------------------
+RANKED = replace(SMOKE, name="ranked", roles=("main", "main-exploiter"), ppo=replace(SMOKE.ppo, ranks=2))
+"""Two PPO ranks per learner; from generation 2, the main agent's ranks train beside the exploiter's."""
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GenerationReport, list[str]]:
+    root = tmp_path_factory.mktemp("ranked")
+    seen: list[str] = []
+    final = run_league(LocalStore(root), RANKED, on_iteration=lambda member, i, m: seen.append(member))
+    return root, final, seen
+
+
+@pytest.mark.slow
+def test_a_league_trains_each_learner_on_two_ranks_and_resumes(
+    ranked: tuple[Path, GenerationReport, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, final, seen = ranked
+    store = LocalStore(root)
+    snaps = ["gen1", "gen2", "gen2-me"]
+    assert set(final.fit.ratings) == set(BOT_NAMES) | set(snaps)
+    assert role_of(final.champion) == "main"
+    # only rank 0 records: each learner's iterations arrive once, whatever its ranks
+    assert {m: seen.count(m) for m in set(seen)} == {m: RANKED.ppo.iterations for m in snaps}
+    assert RANKED.training_hash() != replace(RANKED, ppo=SMOKE.ppo).training_hash()
+    monkeypatch.setattr(league, "train_ppo", _forbid)
+    monkeypatch.setattr(league, "play_match", _forbid)
+    assert run_league(store, RANKED).fit.ratings == final.fit.ratings
+
+
+@pytest.mark.slow
+def test_a_rank_that_dies_fails_its_learner_by_name_and_saves_nothing(tmp_path: Path) -> None:
+    import multiprocessing
+    import os
+    import signal
+
+    def kill_rank1(i: int, m: dict[str, float]) -> None:
+        for child in multiprocessing.active_children():
+            if child.name == "gen1-rank1":
+                os.kill(child.pid, signal.SIGKILL)
+
+    store = LocalStore(tmp_path / "s")
+    config = replace(RANKED, roles=("main",), ppo=replace(RANKED.ppo, iterations=3))
+    with pytest.raises(RuntimeError, match=r"learner gen1: PPO rank 1 failed: its process died"):
+        league.train_generation(store, config, 1, ["random", "self"], kill_rank1)
+    assert store.snapshot(1) is None

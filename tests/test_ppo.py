@@ -4,23 +4,31 @@
 is checked for bookkeeping (decisions per game, W/D/L per opponent, colours, legality, both
 sides of self-play), `ppo_update` for finite losses, moved weights and exact mirror log-probs,
 and `train` for its metrics and for actually learning: a tiny net trained against `random`
-beats it more often than the same net untrained.
+beats it more often than the same net untrained. Data-parallel ranks run for real, two spawned
+processes in a gloo group on loopback: a step over two ranks equals one learner's step over
+both ranks' decisions, and the replicas stay equal through whole iterations.
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import queue
 import time
+from datetime import timedelta
+from typing import Any
 
 import pytest
 import torch
+from torch import distributed
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
+from c4core.game import STANDARD
 from c4core.match import play_match
 from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
+from c4core.ppo import Ranks, Rollout, _with_mirror, collect, gae, ppo_update, train
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -274,3 +282,126 @@ def test_training_against_random_improves_on_random() -> None:
     train(net, PPOConfig(iterations=15, games=128), [RandomBot()], seed=SEED)
     after = score()
     assert after >= before + 0.03, (before, after)
+
+
+# ---- data-parallel ranks -----------------------------------------------------------------------
+ONE_STEP = PPOConfig(update_epochs=1, minibatch_size=10_000)
+"""An update of a single gradient step over the whole rollout."""
+GROUP_TRAINS = PPOConfig(iterations=2, games=48, minibatch_size=64, ranks=2)
+
+
+def seeded() -> torch.Generator:
+    return torch.Generator().manual_seed(SEED)
+
+
+def _in_group(rank: int, port: int, parts: list[Rollout], out: Any) -> None:
+    """One rank of a two-process gloo group (a spawned child): one `ONE_STEP` update over its
+    part of a rollout, then `GROUP_TRAINS` from a fresh net; sends back both results."""
+    torch.set_num_threads(1)
+    store = distributed.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=timedelta(seconds=60))
+    distributed.init_process_group("gloo", store=store, rank=rank, world_size=2)
+    ranks = Ranks(rank, 2)
+    results = []
+    try:
+        for job in ("update", "train"):
+            torch.manual_seed(SEED)
+            net = PolicyValueNet(TINY)
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            seen: list[dict[str, float]] = []
+            if job == "update":
+                ppo_update(net, opt, parts[rank], ONE_STEP, seeded(), ranks)
+            else:
+                players = [RandomBot(), None]
+                train(
+                    net,
+                    GROUP_TRAINS,
+                    players,
+                    SEED,
+                    STANDARD,
+                    opt,
+                    lambda i, m, seen=seen: seen.append(m),
+                    ranks,
+                )
+            # numpy, not tensors: a tensor crosses a queue as shared memory, gone with this process
+            results.append(({k: v.numpy().copy() for k, v in net.state_dict().items()}, seen))
+        out.put((rank, results))
+    finally:
+        distributed.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def whole_rollout() -> Rollout:
+    torch.manual_seed(SEED)
+    return collect(PolicyValueNet(TINY), [RandomBot(), TacticalBot(), None], 48, seeded())[0]
+
+
+@pytest.fixture(scope="module")
+def group(whole_rollout: Rollout) -> dict[str, list[tuple[dict[str, torch.Tensor], list[dict[str, float]]]]]:
+    """Ranks 0 and 1 of a real group, each given an uneven part of `whole_rollout` (so each
+    rank's gradient must weigh by its share of the step): for each job, every rank's
+    (parameters, metrics), by rank."""
+    cut = len(whole_rollout) // 3
+    fields = ("planes", "legal", "actions", "logprobs", "values", "advantages", "returns")
+    parts = [
+        Rollout(*(getattr(whole_rollout, k)[rows] for k in fields))
+        for rows in (slice(0, cut), slice(cut, None))
+    ]
+    store = distributed.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False)
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_in_group, args=(r, store.port, parts, out)) for r in (0, 1)]
+    for proc in procs:
+        proc.start()
+    got: dict[int, Any] = {}
+    while len(got) < len(procs):
+        try:
+            rank, results = out.get(timeout=1.0)
+            got[rank] = results
+        except queue.Empty:
+            assert all(p.is_alive() or p.exitcode == 0 for p in procs), "a rank failed"
+    for proc in procs:
+        proc.join(timeout=30)
+        assert proc.exitcode == 0
+    return {
+        job: [({k: torch.from_numpy(v) for k, v in got[r][j][0].items()}, got[r][j][1]) for r in (0, 1)]
+        for j, job in enumerate(("update", "train"))
+    }
+
+
+def test_a_step_over_two_ranks_is_one_step_over_all_their_decisions(group, whole_rollout) -> None:
+    (rank0, _), (rank1, _) = group["update"]
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(TINY)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    ppo_update(net, torch.optim.Adam(net.parameters(), lr=1e-3), whole_rollout, ONE_STEP, seeded())
+    alone = net.state_dict()
+    assert all(torch.equal(rank0[k], rank1[k]) for k in alone)
+    assert all(torch.allclose(rank0[k], alone[k], atol=1e-6) for k in alone)
+    assert any(not torch.allclose(rank0[k], before[k]) for k in alone)  # a step was taken
+
+
+def test_ranks_stay_equal_and_count_every_rank_s_games(group) -> None:
+    (state0, seen0), (state1, seen1) = group["train"]
+    assert all(torch.equal(state0[k], state1[k]) for k in state0)
+    assert len(seen0) == len(seen1) == GROUP_TRAINS.iterations
+    for m0, m1 in zip(seen0, seen1, strict=True):
+        # the counts and losses are the group's, so both ranks report the same (but time)
+        assert {k: v for k, v in m0.items() if k != "charts/seconds"} == {
+            k: v for k, v in m1.items() if k != "charts/seconds"
+        }
+        for opp in ("random", "self"):
+            assert sum(m0[f"vs/{opp}/{r}"] for r in ("win", "draw", "loss")) == pytest.approx(1.0)
+    # rank 0 plays the games a learner alone plays with the same seed and its share of them,
+    # so the group's first iteration counts those decisions and rank 1's on top
+    torch.manual_seed(SEED)
+    alone: list[dict[str, float]] = []
+    half = PPOConfig(iterations=1, games=GROUP_TRAINS.games // 2, minibatch_size=64)
+    train(PolicyValueNet(TINY), half, [RandomBot(), None], SEED, on_iteration=lambda i, m: alone.append(m))
+    assert seen0[0]["charts/decisions"] > alone[0]["charts/decisions"]
+
+
+def test_a_config_for_two_ranks_does_not_train_alone(net: PolicyValueNet) -> None:
+    with pytest.raises(ValueError, match="2 ranks"):
+        train(net, PPOConfig(iterations=1, games=16, ranks=2), [RandomBot()], seed=0)
+    with pytest.raises(ValueError, match="ranks"):
+        PPOConfig(games=16, ranks=9)
