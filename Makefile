@@ -52,7 +52,7 @@ up: venv
 
 test: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # everything but the tests marked slow (leagues, servers, browsers): a couple of minutes
 test-fast: venv

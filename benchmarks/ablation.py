@@ -9,8 +9,9 @@ Three steps, each a subcommand::
     # 2. one arm: the cpu-az recipe's AlphaZero generations from that base, for --minutes of
     #    wall time (the generation running when time is up is cut off and not counted)
     python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
-    # 3. every arm's AlphaZero champions on the dev suite (raw and with 256 simulations), the
-    #    final champions head to head (400 games), and each exploiter arm's exploitability
+    # 3. every arm's AlphaZero generations on the dev suite (raw and with 256 simulations), the
+    #    final champions and the newest snapshots head to head (400 games each), and each
+    #    exploiter arm's exploitability
     python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
 
 The arms (`ARMS`) differ only in `roles` and `alphazero.league_share`; the seed, the net, the
@@ -157,8 +158,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     suite = load_suite(args.suite or default_suite_path())
-    out: dict[str, Any] = {"arms": {}, "head_to_head": []}
+    out: dict[str, Any] = {"arms": {}}
     champions: dict[str, NetPlayer] = {}
+    newest: dict[str, NetPlayer] = {}
     for arm in args.arms:
         config = arm_config(arm)
         store = LocalStore(Path(args.out) / arm)
@@ -182,13 +184,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "champion": best,
             "exploitability": {h: round(v, 4) for h, v in curve.items() if v is not None},
         }
-    names = list(champions)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            r = play_match(champions[a], champions[b], 400, seed=0, opening_plies=4)
-            out["head_to_head"].append(
-                {"a": a, "b": b, "win": r.total.win, "draw": r.total.draw, "loss": r.total.loss}
-            )
+        newest[arm] = NetPlayer(store.snapshot(g - 1).build("cpu"), name=f"{arm}:gen{g - 1}")
+    # the champions, and each arm's newest snapshot: an arm whose AlphaZero generations never
+    # out-rate the base keeps the base's champion, which says nothing about those generations
+    for key, players in (("head_to_head", champions), ("newest_head_to_head", newest)):
+        names = list(players)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                r = play_match(players[a], players[b], 400, seed=0, opening_plies=4)
+                out.setdefault(key, []).append(
+                    {"a": players[a].name, "b": players[b].name, "win": r.total.win, "draw": r.total.draw,
+                     "loss": r.total.loss}
+                )  # fmt: skip
     text = json.dumps(out, indent=1)
     print(text)
     (Path(args.out) / "evaluation.json").write_text(text)

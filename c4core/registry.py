@@ -72,7 +72,7 @@ from mlflow.tracking import MlflowClient
 
 from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
-from c4core.league import GenerationReport, exploitability, iterations_to_beat, run_generation
+from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
 from c4core.report import LeagueData, ReportFiles, build_report, is_plotted
@@ -902,12 +902,19 @@ def log_exploitability(store: MLflowStore, generation: int) -> None:
     score = exploitability(results, generation)
     if score is not None:
         points[EXPLOITABILITY] = {generation: score}
+    # only the current champion's count can change now (earlier ones were logged by earlier
+    # generations), so only the generations since it was first trained on are fetched
+    target = champion_after(results, generation - 1)
+    first = generation
+    while first > 2 and champion_after(results, first - 2) == target:
+        first -= 1
     metrics = {
-        g: _run_metrics(store, store.generation_run(g, "main-exploiter")) for g in range(2, generation + 1)
+        g: _run_metrics(store, store.generation_run(g, "main-exploiter"))
+        for g in range(first, generation + 1)
     }
-    reached = iterations_to_beat(results, store.config, metrics, generation)
+    current = iterations_to_beat(results, store.config, metrics, generation)[-1:]
     points[TO_BEAT] = {
-        row["from_generation"]: row["iterations"] for row in reached if row["iterations"] is not None
+        row["from_generation"]: row["iterations"] for row in current if row["iterations"] is not None
     }
     now = int(time.time() * 1000)
     batch = []

@@ -35,19 +35,24 @@ from c4core.config import LeagueConfig, NetConfig, profile, snapshot_name
 from c4core.elo import fit_elo
 from c4core.entry import registry_fetch, registry_line
 from c4core.game import STANDARD
+from c4core.league import iterations_to_beat
 from c4core.match import WDL, MatchResult, play_match
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.players import make_player
 from c4core.registry import (
     CHAMPION_ALIAS,
+    EXPLOITABILITY,
     MODEL_NAME,
+    TO_BEAT,
     MLflowStore,
     TrackedReport,
     Tracking,
+    _run_metrics,
     champion_history,
     find_version,
     league_alias,
     league_versions,
+    open_league,
     pair_key,
     register_snapshot,
     resolve_version,
@@ -445,7 +450,13 @@ def contents(tracking: Tracking, name: str) -> dict[str, list]:
         records.append(json.dumps(rec, sort_keys=True))
     versions = client.search_model_versions(f"name = '{MODEL_NAME}' and tags.league = '{name}'")
     champ = client.get_model_version_by_alias(MODEL_NAME, CHAMPION_ALIAS)
+    (league_run,) = runs_of(client, "league", name)
     return {
+        "league metrics": sorted(
+            (key, m.step, m.value)
+            for key in (EXPLOITABILITY, TO_BEAT)
+            for m in client.get_metric_history(league_run.info.run_id, key)
+        ),
         "generations": sorted(r.data.tags.get("member", "gen" + r.data.tags["generation"]) for r in gens),
         "versions": sorted((v.tags["member"], v.tags.get("role"), v.current_stage) for v in versions),
         "matches": sorted(records),
@@ -533,6 +544,17 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(
     assert len(got["matches"]) == len(set(got["matches"])) == members * (members - 1) // 2 - 1
     assert got["matches"] == want["matches"]
     assert got["champion"] == want["champion"]
+    assert got["league metrics"] == want["league metrics"]
+    if "main-exploiter" in roles:
+        # what each generation logged of the exploiter's iterations-to-55% is what all of its
+        # training metrics give at the end
+        store = open_league(crash, "c")
+        every = {g: _run_metrics(store, store.generation_run(g, "main-exploiter")) for g in (2, 3)}
+        rows = iterations_to_beat(store.results(), store.config, every, 3)
+        assert [(TO_BEAT, r["from_generation"], r["iterations"]) for r in rows if r["iterations"]] == [
+            m for m in got["league metrics"] if m[0] == TO_BEAT
+        ]
+        assert [m[1] for m in got["league metrics"] if m[0] == EXPLOITABILITY] == [2, 3]
     assert json.loads(rerun.stdout) == json.loads(out)
     # the killed attempts at generation 2 are kept only as failed, deleted runs
     dead = runs_of(client, "generation", "c", ViewType.DELETED_ONLY)
