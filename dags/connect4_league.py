@@ -81,10 +81,10 @@ PARAMS = {
         type="string",
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
-        description_md="`smoke` (seconds, for tests), `cpu` (PPO, a main agent and a main exploiter: "
-        "about 20 minutes on 2 cores), `cpu-az` (`cpu`, then AlphaZero-style generations: 101 "
-        "minutes on 2 cores before it had an exploiter) or `gpu` (the reference sizing, all three "
-        "roles; trains on CUDA).",
+        description_md="`smoke` (seconds, for tests), `cpu` (PPO, the main agent on two data-parallel "
+        "ranks: about 12 minutes on 2 cores), `cpu-az` (`cpu`, then AlphaZero-style generations "
+        "with a league share: about 100 minutes on 2 cores, measured before the share) or `gpu` "
+        "(the reference sizing, all three roles; trains on CUDA).",
     ),
     "generations": Param(
         None,
