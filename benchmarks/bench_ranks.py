@@ -1,0 +1,81 @@
+"""Where a PPO iteration's time goes on one rank and on two: game collection against the update.
+
+    python benchmarks/bench_ranks.py /tmp/abl/base
+
+The learner starts from gen6 of a finished `cpu`-recipe league folder (a `LocalStore`, e.g. the
+ablation's base) and trains against what a sixth generation meets: `random`, `tactical`, three
+snapshots (gen4-gen6, sampling) and itself, 768 games an iteration (the `cpu` recipe). Each
+setting runs twice, interleaved; each row gives rank 0's median seconds of collection and of
+update over iterations 2-5.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch import distributed
+
+
+def _opponents(base: str) -> list[Any]:
+    from c4core.bots import RandomBot, TacticalBot
+    from c4core.league import LocalStore
+    from c4core.net import NetPlayer
+
+    store = LocalStore(base)
+    nets = [NetPlayer(store.snapshot(g).build("cpu"), name=f"gen{g}", greedy=False) for g in (4, 5, 6)]
+    return [RandomBot(), TacticalBot(), *nets, None]
+
+
+def _rank(rank: int, world: int, port: int, base: str, out: Any) -> None:
+    from c4core.config import PROFILES
+    from c4core.league import LocalStore
+    from c4core.net import PolicyValueNet
+    from c4core.ppo import Ranks, collect, ppo_update
+
+    torch.set_num_threads(1)
+    if world > 1:
+        store = distributed.TCPStore("127.0.0.1", port, world, is_master=False)
+        distributed.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    config = replace(PROFILES["cpu"].ppo, ranks=world)
+    net = PolicyValueNet(PROFILES["cpu"].net)
+    net.load_state_dict(LocalStore(base).snapshot(6).model)
+    optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
+    gen = torch.Generator().manual_seed(rank)
+    opponents, ranks, rows = _opponents(base), Ranks(rank, world), []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        rollout, _ = collect(net, opponents, config.games // world, gen, opening_plies=config.opening_plies)
+        t1 = time.perf_counter()
+        ppo_update(net, optimizer, rollout, config, gen, ranks)
+        rows.append((t1 - t0, time.perf_counter() - t1))
+    out.put((rank, rows[1:]))  # the first iteration also loads the bots' kernels
+    if world > 1:
+        distributed.destroy_process_group()
+
+
+def run(world: int, base: str) -> dict[str, float]:
+    master = distributed.TCPStore("127.0.0.1", 0, world + 1, is_master=True, wait_for_workers=False)
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_rank, args=(r, world, master.port, base, out)) for r in range(world)]
+    for p in procs:
+        p.start()
+    got = dict(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return {
+        "ranks": world,
+        "collect_s": round(statistics.median(c for c, _ in got[0]), 2),
+        "update_s": round(statistics.median(u for _, u in got[0]), 2),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps([run(w, sys.argv[1]) for w in (1, 2, 1, 2)], indent=1))
