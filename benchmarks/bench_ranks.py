@@ -16,11 +16,11 @@ import multiprocessing
 import statistics
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
 import torch
-from torch import distributed
 
 
 def _opponents(base: str) -> list[Any]:
@@ -34,37 +34,43 @@ def _opponents(base: str) -> list[Any]:
 
 
 def _rank(rank: int, world: int, port: int, base: str, out: Any) -> None:
+    from c4core.ppo import ALONE, joined
+
+    torch.set_num_threads(1)
+    with joined(port, rank, world) if world > 1 else nullcontext(ALONE) as ranks:
+        out.put((rank, _iterations(base, ranks)))
+
+
+def _iterations(base: str, ranks: Any) -> list[tuple[float, float]]:
+    """Rank `ranks.rank`'s (collection, update) seconds of iterations 2-5."""
     from c4core.config import PROFILES
     from c4core.league import LocalStore
     from c4core.net import PolicyValueNet
-    from c4core.ppo import Ranks, collect, ppo_update
+    from c4core.ppo import collect, ppo_update
 
-    torch.set_num_threads(1)
-    if world > 1:
-        store = distributed.TCPStore("127.0.0.1", port, world, is_master=False)
-        distributed.init_process_group("gloo", store=store, rank=rank, world_size=world)
-    config = replace(PROFILES["cpu"].ppo, ranks=world)
+    config = replace(PROFILES["cpu"].ppo, ranks=ranks.world)
     net = PolicyValueNet(PROFILES["cpu"].net)
     net.load_state_dict(LocalStore(base).snapshot(6).model)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
-    gen = torch.Generator().manual_seed(rank)
-    opponents, ranks, rows = _opponents(base), Ranks(rank, world), []
+    gen = torch.Generator().manual_seed(ranks.rank)
+    opponents, rows = _opponents(base), []
     for _ in range(5):
         t0 = time.perf_counter()
-        rollout, _ = collect(net, opponents, config.games // world, gen, opening_plies=config.opening_plies)
+        games = config.games // ranks.world
+        rollout, _ = collect(net, opponents, games, gen, opening_plies=config.opening_plies)
         t1 = time.perf_counter()
         ppo_update(net, optimizer, rollout, config, gen, ranks)
         rows.append((t1 - t0, time.perf_counter() - t1))
-    out.put((rank, rows[1:]))  # the first iteration also loads the bots' kernels
-    if world > 1:
-        distributed.destroy_process_group()
+    return rows[1:]  # the first iteration also loads the bots' kernels
 
 
 def run(world: int, base: str) -> dict[str, float]:
-    master = distributed.TCPStore("127.0.0.1", 0, world + 1, is_master=True, wait_for_workers=False)
+    from c4core.ppo import rendezvous
+
+    meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, world, master.port, base, out)) for r in range(world)]
+    procs = [ctx.Process(target=_rank, args=(r, world, meeting.port, base, out)) for r in range(world)]
     for p in procs:
         p.start()
     got = dict(out.get() for _ in procs)

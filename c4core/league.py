@@ -40,7 +40,6 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,7 +53,7 @@ from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of,
 from c4core.elo import EloFit, fit_elo
 from c4core.match import WDL, MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.ppo import Ranks
+from c4core.ppo import Ranks, joined, rendezvous
 from c4core.ppo import train as train_ppo
 
 
@@ -381,31 +380,23 @@ def _learner_setup(
     return net, optimizer, players, _seed(config, generation, "train" + tag)
 
 
-RANK_TIMEOUT = timedelta(minutes=10)
-"""How long a PPO rank waits for the others at a step before it gives up."""
-
-
 @contextmanager
 def _ppo_ranks(
     store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
 ) -> Iterator[Ranks]:
-    """torch.distributed's process group for one data-parallel PPO learner: this process is rank
-    0, and ranks 1.. are spawned processes (`_ppo_rank`) that set up the same learner. The group
-    talks over loopback (a TCPStore on 127.0.0.1, gloo on ``lo``): the ranks share one machine.
-    A rank that fails ends the group, and its error is raised here."""
+    """torch.distributed's process group for one data-parallel PPO learner (`c4core.ppo.joined`):
+    this process is rank 0, and ranks 1.. are spawned processes (`_ppo_rank`) that set up the
+    same learner. A rank that fails ends the group, and its error is raised here."""
     if distributed.is_initialized():
         raise RuntimeError("a PPO learner with ranks needs a process without a torch.distributed group")
     world = config.ppo.ranks
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # before the spawn, so every rank gets it
-    rendezvous = distributed.TCPStore(
-        "127.0.0.1", 0, world, is_master=True, timeout=RANK_TIMEOUT, wait_for_workers=False
-    )
+    meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")
     errors = ctx.Queue()
     procs = [
         ctx.Process(
             target=_ppo_rank,
-            args=(store, config, generation, opponents, role, rendezvous.port, rank, errors),
+            args=(store, config, generation, opponents, role, meeting.port, rank, errors),
             name=f"{snapshot_name(generation, role)}-rank{rank}",
         )
         for rank in range(1, world)
@@ -413,18 +404,14 @@ def _ppo_ranks(
     for proc in procs:
         proc.start()
     try:
-        distributed.init_process_group(
-            "gloo", store=rendezvous, rank=0, world_size=world, timeout=RANK_TIMEOUT
-        )
-        yield Ranks(0, world)
+        with joined(meeting.port, 0, world) as ranks:
+            yield ranks
     except Exception as e:
         failed = _rank_errors(procs, errors)
         if failed:
             raise RuntimeError(f"learner {snapshot_name(generation, role)}: {failed}") from e
         raise
     finally:
-        if distributed.is_initialized():
-            distributed.destroy_process_group()
         for proc in procs:
             proc.join(timeout=30)
             if proc.is_alive():
@@ -463,19 +450,12 @@ def _ppo_rank(
     the same learner as rank 0 on its own share of the games, and records nothing."""
     _die_with_parent()
     torch.set_num_threads(1)
-    world = config.ppo.ranks
     try:
-        rendezvous = distributed.TCPStore("127.0.0.1", port, world, is_master=False, timeout=RANK_TIMEOUT)
-        distributed.init_process_group(
-            "gloo", store=rendezvous, rank=rank, world_size=world, timeout=RANK_TIMEOUT
-        )
-        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, Ranks(rank, world))
+        with joined(port, rank, config.ppo.ranks) as ranks:
+            net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, ranks)
     except Exception as e:  # rank 0 raises it, with the learner's name
         errors.put((rank, f"{type(e).__name__}: {e}"))
-    finally:
-        if distributed.is_initialized():
-            distributed.destroy_process_group()
 
 
 def load_snapshot(store: LeagueStore, member: str) -> Checkpoint:

@@ -18,9 +18,12 @@ parameters, and the replicas stay equal without a broadcast.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -56,6 +59,31 @@ class Ranks:
 
 
 ALONE = Ranks()
+
+RANK_TIMEOUT = timedelta(minutes=10)
+"""How long a rank waits for the others, at the rendezvous or at a step, before it gives up."""
+
+
+def rendezvous(world: int) -> distributed.TCPStore:
+    """Where the `world` ranks of one learner meet: a TCPStore on 127.0.0.1 on a free port
+    (its ``port``), kept by whoever starts the ranks for as long as they run."""
+    return distributed.TCPStore(
+        "127.0.0.1", 0, world, is_master=True, timeout=RANK_TIMEOUT, wait_for_workers=False
+    )
+
+
+@contextmanager
+def joined(port: int, rank: int, world: int) -> Iterator[Ranks]:
+    """This process as rank `rank` of `world` in torch.distributed's default group, met at the
+    `rendezvous` on `port` and talking gloo over loopback (``lo``: the ranks share one machine,
+    unless GLOO_SOCKET_IFNAME says otherwise); the group is left on exit."""
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    store = distributed.TCPStore("127.0.0.1", port, world, is_master=False, timeout=RANK_TIMEOUT)
+    distributed.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=RANK_TIMEOUT)
+    try:
+        yield Ranks(rank, world)
+    finally:
+        distributed.destroy_process_group()
 
 
 @dataclass

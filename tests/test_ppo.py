@@ -15,12 +15,10 @@ import math
 import multiprocessing
 import queue
 import time
-from datetime import timedelta
 from typing import Any
 
 import pytest
 import torch
-from torch import distributed
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot, TacticalBot
@@ -28,7 +26,7 @@ from c4core.config import NetConfig, PPOConfig
 from c4core.game import STANDARD
 from c4core.match import play_match
 from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ppo import Ranks, Rollout, _with_mirror, collect, gae, ppo_update, train
+from c4core.ppo import Rollout, _with_mirror, collect, gae, joined, ppo_update, rendezvous, train
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -298,11 +296,8 @@ def _in_group(rank: int, port: int, parts: list[Rollout], out: Any) -> None:
     """One rank of a two-process gloo group (a spawned child): one `ONE_STEP` update over its
     part of a rollout, then `GROUP_TRAINS` from a fresh net; sends back both results."""
     torch.set_num_threads(1)
-    store = distributed.TCPStore("127.0.0.1", port, 2, is_master=False, timeout=timedelta(seconds=60))
-    distributed.init_process_group("gloo", store=store, rank=rank, world_size=2)
-    ranks = Ranks(rank, 2)
     results = []
-    try:
+    with joined(port, rank, 2) as ranks:
         for job in ("update", "train"):
             torch.manual_seed(SEED)
             net = PolicyValueNet(TINY)
@@ -324,9 +319,7 @@ def _in_group(rank: int, port: int, parts: list[Rollout], out: Any) -> None:
                 )
             # numpy, not tensors: a tensor crosses a queue as shared memory, gone with this process
             results.append(({k: v.numpy().copy() for k, v in net.state_dict().items()}, seen))
-        out.put((rank, results))
-    finally:
-        distributed.destroy_process_group()
+    out.put((rank, results))
 
 
 @pytest.fixture(scope="module")
@@ -346,10 +339,10 @@ def group(whole_rollout: Rollout) -> dict[str, list[tuple[dict[str, torch.Tensor
         Rollout(*(getattr(whole_rollout, k)[rows] for k in fields))
         for rows in (slice(0, cut), slice(cut, None))
     ]
-    store = distributed.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False)
+    meeting = rendezvous(2)
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_in_group, args=(r, store.port, parts, out)) for r in (0, 1)]
+    procs = [ctx.Process(target=_in_group, args=(r, meeting.port, parts, out)) for r in (0, 1)]
     for proc in procs:
         proc.start()
     got: dict[int, Any] = {}
