@@ -1,10 +1,11 @@
 """Where a PPO iteration's time goes on one rank and on two: game collection against the update.
 
-    python benchmarks/bench_ranks.py /tmp/abl/base
+    python benchmarks/bench_ranks.py /tmp/abl/base [float32|bfloat16]
 
 The learner starts from gen6 of a finished `cpu`-recipe league folder (a `LocalStore`, e.g. the
 ablation's base) and trains against what a sixth generation meets: `random`, `tactical`, three
-snapshots (gen4-gen6, sampling) and itself, 768 games an iteration (the `cpu` recipe). Each
+snapshots (gen4-gen6, sampling) and itself, 768 games an iteration (the `cpu` recipe, its trunk
+in the precision given: float32, as when the ranks were first measured, by default). Each
 setting runs twice, interleaved; each row gives rank 0's median seconds of collection and of
 update over iterations 2-5.
 """
@@ -33,23 +34,24 @@ def _opponents(base: str) -> list[Any]:
     return [RandomBot(), TacticalBot(), *nets, None]
 
 
-def _rank(rank: int, world: int, port: int, base: str, out: Any) -> None:
+def _rank(rank: int, world: int, port: int, base: str, precision: str, out: Any) -> None:
     from c4core.ppo import ALONE, joined
 
     torch.set_num_threads(1)
     with joined(port, rank, world) if world > 1 else nullcontext(ALONE) as ranks:
-        out.put((rank, _iterations(base, ranks)))
+        out.put((rank, _iterations(base, ranks, precision)))
 
 
-def _iterations(base: str, ranks: Any) -> list[tuple[float, float]]:
-    """Rank `ranks.rank`'s (collection, update) seconds of iterations 2-5."""
+def _iterations(base: str, ranks: Any, precision: str) -> list[tuple[float, float]]:
+    """Rank `ranks.rank`'s (collection, update) seconds of iterations 2-5, the net's trunk in
+    `precision`."""
     from c4core.config import PROFILES
     from c4core.league import LocalStore
     from c4core.net import PolicyValueNet
     from c4core.ppo import collect, ppo_update
 
     config = replace(PROFILES["cpu"].ppo, ranks=ranks.world)
-    net = PolicyValueNet(PROFILES["cpu"].net)
+    net = PolicyValueNet(replace(PROFILES["cpu"].net, precision=precision))
     net.load_state_dict(LocalStore(base).snapshot(6).model)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
     gen = torch.Generator().manual_seed(ranks.rank)
@@ -64,13 +66,15 @@ def _iterations(base: str, ranks: Any) -> list[tuple[float, float]]:
     return rows[1:]  # the first iteration also loads the bots' kernels
 
 
-def run(world: int, base: str) -> dict[str, float]:
+def run(world: int, base: str, precision: str) -> dict[str, Any]:
     from c4core.ppo import rendezvous
 
     meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, world, meeting.port, base, out)) for r in range(world)]
+    procs = [
+        ctx.Process(target=_rank, args=(r, world, meeting.port, base, precision, out)) for r in range(world)
+    ]
     for p in procs:
         p.start()
     got = dict(out.get() for _ in procs)
@@ -78,10 +82,12 @@ def run(world: int, base: str) -> dict[str, float]:
         p.join()
     return {
         "ranks": world,
+        "precision": precision,
         "collect_s": round(statistics.median(c for c, _ in got[0]), 2),
         "update_s": round(statistics.median(u for _, u in got[0]), 2),
     }
 
 
 if __name__ == "__main__":
-    print(json.dumps([run(w, sys.argv[1]) for w in (1, 2, 1, 2)], indent=1))
+    precision = sys.argv[2] if len(sys.argv) > 2 else "float32"
+    print(json.dumps([run(w, sys.argv[1], precision) for w in (1, 2, 1, 2)], indent=1))

@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         help="data-parallel processes per PPO learner, one torch thread each (default: the profile's)",
     )
+    lg.add_argument(
+        "--precision",
+        help="what the net's convolutions compute in, float32 or bfloat16; bfloat16 is fast on CPUs "
+        "with AMX or AVX-512 BF16 (default: the profile's)",
+    )
     lg.add_argument("--threads", type=_positive, help="torch CPU threads of this process (default: 1)")
     lg.add_argument(
         "--store",
@@ -304,6 +309,7 @@ def cmd_league(args: argparse.Namespace) -> int:
         seed=args.seed,
         roles=args.roles,
         ranks=args.ranks,
+        precision=args.precision,
     )
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
@@ -333,8 +339,9 @@ def cmd_league(args: argparse.Namespace) -> int:
         where = str(store.root)
     print(
         f"league {config.name!r}: profile {config.profile}, {config.describe_training()}, net "
-        f"{config.net.blocks}x{config.net.channels}, {config.match_games} games per pairing, "
-        f"store {where}" + (f", suite {suite}" if suite is not None else ""),
+        f"{config.net.blocks}x{config.net.channels} in {config.net.precision}, "
+        f"{config.match_games} games per pairing, store {where}"
+        + (f", suite {suite}" if suite is not None else ""),
         file=sys.stderr,
     )
     start = time.perf_counter()

@@ -80,9 +80,13 @@ class SearchConfig:
         return frozenset() if self.probe_from else frozenset({"probe_nodes"})
 
 
+PRECISIONS = ("float32", "bfloat16")
+"""What a net's trunk can compute in (`NetConfig.precision`)."""
+
+
 @dataclass(frozen=True)
 class NetConfig:
-    """Network shape."""
+    """Network shape, and what its trunk computes in."""
 
     blocks: int = 2
     """Residual blocks (the reference uses 4)."""
@@ -96,10 +100,19 @@ class NetConfig:
     """Board columns the net is built for."""
     threat_planes: bool = True
     """See both sides' winning cells as input (False blanks those planes, for ablations)."""
+    precision: str = field(default="float32", metadata={HASHED: "when-changed"})
+    """What the convolutional trunk computes in: ``"float32"``, or ``"bfloat16"``, mixed
+    precision through `torch.autocast`, in channels-last layout (the convolutions in bfloat16;
+    the weights, the heads, the losses and the optimizer in float32). It travels with every
+    snapshot, so its training, matches, search and serving all compute alike. On a CPU with
+    AMX or AVX-512 BF16 the bfloat16 trunk made a PPO iteration of the cpu recipe about 3x
+    faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow."""
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
             raise ValueError(f"bad network size: {self}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown net precision {self.precision!r}: choose from {', '.join(PRECISIONS)}")
 
 
 @dataclass(frozen=True)
@@ -443,18 +456,19 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=20,
         gating_games=20,
     ),
-    # the main agent alone on two data-parallel ranks, one per core (docs/BENCHMARKS.md)
+    # the main agent alone on two data-parallel ranks, one per core, its trunk in bfloat16
+    # (docs/BENCHMARKS.md)
     "cpu": LeagueConfig(
         profile="cpu",
         generations=6,
         ppo=PPOConfig(iterations=25, games=768, ranks=2),
-        net=NetConfig(blocks=2, channels=32),
+        net=NetConfig(blocks=2, channels=32, precision="bfloat16"),
         match_games=400,
     ),
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
     # from them, rescored by the exact solver from ply 16, a quarter of their games against
     # snapshots drawn by PFSP: the roles ablation kept the league share and dropped the main
-    # exploiter (docs/BENCHMARKS.md)
+    # exploiter; the trunk in bfloat16, as the cpu profile's (docs/BENCHMARKS.md)
     "cpu-az": LeagueConfig(
         profile="cpu-az",
         generations=18,
@@ -470,7 +484,7 @@ PROFILES: dict[str, LeagueConfig] = {
             league_share=0.25,
         ),
         alphazero_from=7,
-        net=NetConfig(blocks=2, channels=32),
+        net=NetConfig(blocks=2, channels=32, precision="bfloat16"),
         match_games=400,
     ),
     "gpu": LeagueConfig(
@@ -526,11 +540,12 @@ def league_config(
     device: str | None = None,
     roles: tuple[str, ...] | None = None,
     ranks: int | None = None,
+    precision: str | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
-    and games those of both learners; `ranks`, `PPOConfig.ranks`). A ValueError names a bad
-    value."""
+    and games those of both learners; `ranks`, `PPOConfig.ranks`; `precision`,
+    `NetConfig.precision`). A ValueError names a bad value."""
     given = {
         "generations": generations,
         "match_games": match_games,
@@ -541,6 +556,8 @@ def league_config(
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:
         config = replace(config, ppo=replace(config.ppo, ranks=ranks))
+    if precision is not None:
+        config = replace(config, net=replace(config.net, precision=precision))
     return with_training(config, iterations, games)
 
 

@@ -497,8 +497,8 @@ def model_card(
         f"(config `{store.config_hash}`, profile `{c.profile}`).",
         "",
         f"- Role: {ROLE_CARD[role]}.",
-        f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels, "
-        f"board {c.rows}x{c.cols}, connect {c.connect}.",
+        f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels "
+        f"({c.net.precision} convolutions), board {c.rows}x{c.cols}, connect {c.connect}.",
         f"- Training: {training}.",
     ]
     if fit is not None and member in fit.ratings:

@@ -61,8 +61,8 @@ TRAINER_CPUS = 4
 # which plays this pod in tests/test_pod.py, hands an emptyDir only to the pod's runAsUser)
 TRAINER_UID = 50000
 # a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
-# ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a cpu-profile generation's training took
-# about 3 minutes, the whole league 19.5
+# ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a cpu-profile generation's training has
+# taken 1 to 3 minutes, an AlphaZero-style generation of cpu-az up to 7
 TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
@@ -82,9 +82,9 @@ PARAMS = {
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
         description_md="`smoke` (seconds, for tests), `cpu` (PPO, the main agent on two data-parallel "
-        "ranks: about 12 minutes on 2 cores), `cpu-az` (`cpu`, then AlphaZero-style generations "
-        "with a league share: about 100 minutes on 2 cores, measured before the share) or `gpu` "
-        "(the reference sizing, all three roles; trains on CUDA).",
+        "ranks with a bfloat16 trunk: about 7 minutes on 2 cores), `cpu-az` (`cpu`, then "
+        "AlphaZero-style generations with a league share) or `gpu` (the reference sizing, all "
+        "three roles; trains on CUDA).",
     ),
     "generations": Param(
         None,

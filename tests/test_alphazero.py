@@ -33,10 +33,12 @@ TINY = AlphaZeroConfig(
 )
 
 
-def tiny_net(geometry: Geometry = STANDARD, seed: int = SEED) -> PolicyValueNet:
+def tiny_net(geometry: Geometry = STANDARD, seed: int = SEED, precision: str = "float32") -> PolicyValueNet:
     torch.manual_seed(seed)
     return PolicyValueNet(
-        NetConfig(blocks=1, channels=8, value_hidden=8, rows=geometry.rows, cols=geometry.cols)
+        NetConfig(
+            blocks=1, channels=8, value_hidden=8, rows=geometry.rows, cols=geometry.cols, precision=precision
+        )
     )
 
 
@@ -276,9 +278,10 @@ def test_mirrored_minibatch_flips_targets(played: tuple[Samples, dict]) -> None:
 
 
 @pytest.mark.slow  # two whole training runs
-def test_train_reports_every_iteration_and_is_reproducible() -> None:
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_train_reports_every_iteration_and_is_reproducible(precision: str) -> None:
     seen: list[tuple[int, dict[str, float]]] = []
-    net1, net2 = tiny_net(), tiny_net()
+    net1, net2 = tiny_net(precision=precision), tiny_net(precision=precision)
     train(net1, TINY, seed=5, on_iteration=lambda i, m: seen.append((i, m)))
     train(net2, TINY, seed=5)
     assert [i for i, _ in seen] == list(range(TINY.iterations))

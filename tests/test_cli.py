@@ -243,6 +243,12 @@ def test_bad_ranks_are_a_usage_error(capsys, tmp_path: Path) -> None:
     assert_argparse_error(*run(capsys, "league", "--ranks", "0"), "league", "--ranks")
 
 
+def test_a_bad_precision_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--precision", "half")
+    assert_one_line_error(rc, out, err, "league", "unknown net precision 'half'", "float32, bfloat16")
+    assert not list(tmp_path.iterdir())
+
+
 def test_opening_plies_too_long_is_a_usage_error(capsys) -> None:
     rc, out, err = run(capsys, "match", "random", "random", "--opening-plies", "42")
     assert_one_line_error(rc, out, err, "match", "opening_plies")
@@ -399,7 +405,7 @@ def test_league_smoke(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert name in ("gen1", "gen2")
     assert any(ln.startswith("champion vs tactical: ") for ln in lines)
     assert any(ln.startswith("checkpoint: ") and f"{name}.pt" in ln for ln in lines)
-    assert "league 'x': profile smoke" in err
+    assert "league 'x': profile smoke" in err and "net 1x8 in float32" in err
     assert "generation 1: champion" in err and "generation 2: champion" in err
     assert "Traceback" not in err
 

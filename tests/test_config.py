@@ -223,16 +223,21 @@ def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
     """Moving the configs re-keyed only AlphaZero leagues (their search became a nested
     `SearchConfig`); PPO leagues recorded before it still resume. These are their hashes as
     recorded before the move; the gpu profile has since gained exploiters and the cpu profile
-    two PPO ranks, each a new recipe, so their main agent alone on one rank keeps the old key."""
+    two PPO ranks and a bfloat16 trunk, each a new recipe, so their main agent alone on one
+    rank in float32 keeps the old key."""
     expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
     alone = {
         name: replace(
-            PROFILES[name], roles=("main",), ppo=replace(PROFILES[name].ppo, ranks=1)
+            PROFILES[name],
+            roles=("main",),
+            ppo=replace(PROFILES[name].ppo, ranks=1),
+            net=replace(PROFILES[name].net, precision="float32"),
         ).training_hash()
         for name in expected
     }
     assert alone == expected
     assert PROFILES["cpu"].ppo.ranks == 2 and PROFILES["cpu"].roles == ("main",)
+    assert PROFILES["cpu"].net.precision == "bfloat16"
     assert PROFILES["smoke"].training_hash() == expected["smoke"]
 
 
@@ -299,3 +304,14 @@ def test_ppo_ranks_enter_the_hash_only_when_more_than_one_and_stay_on_the_cpu() 
         replace(ranked, device="cuda")
     with pytest.raises(ValueError, match="at least 2 of the 32 games"):
         league_config("smoke", "t", ranks=17)
+
+
+def test_net_precision_enters_the_hash_only_when_bfloat16_and_is_checked() -> None:
+    h = SMOKE.training_hash()
+    assert overridden(SMOKE, {"net": {"precision": "float32"}}).training_hash() == h
+    assert overridden(SMOKE, {"net": {"precision": "bfloat16"}}).training_hash() != h
+    with pytest.raises(ValueError, match="unknown net precision 'float16': choose from float32, bfloat16"):
+        overridden(SMOKE, {"net": {"precision": "float16"}})
+    low = league_config("smoke", "t", precision="bfloat16")
+    assert low.net.precision == "bfloat16" and low.training_hash() != h
+    assert league_config("cpu", "t", precision="float32").net.precision == "float32"

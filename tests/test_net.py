@@ -8,6 +8,7 @@ plain c4core checkpoint without ever running code from the file.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +292,43 @@ def test_grown_net_computes_the_same_and_every_new_weight_learns(net: PolicyValu
     assert frozen == [f"blocks.{net.config.blocks}.conv1.weight"]
     with pytest.raises(ValueError, match="can only grow"):
         grown(net, net.config.blocks, net.config.channels - 1)
+
+
+def test_a_bfloat16_trunk_computes_close_to_float32_with_float32_heads_and_gradients(
+    net: PolicyValueNet, boards: Boards
+) -> None:
+    low = PolicyValueNet(replace(TINY, precision="bfloat16"))
+    low.load_state_dict(net.state_dict())
+    legal = boards.legal()
+    logits, values = low(boards.planes(), legal)
+    assert logits.dtype == values.dtype == torch.float32
+    with torch.no_grad():
+        exact, exact_values = net(boards.planes(), legal)
+    probs, exact_probs = torch.softmax(logits.detach(), 1), torch.softmax(exact, 1)
+    assert bool((probs[~legal] == 0).all())
+    assert 0 < float((probs - exact_probs).abs().max()) < 0.05
+    assert float((values.detach() - exact_values).abs().max()) < 0.05
+    assert float((logits.argmax(1) == exact.argmax(1)).float().mean()) > 0.9
+    # mixed precision: the gradients reach every float32 weight
+    (logits.logsumexp(1).sum() + values.sum()).backward()
+    assert all(
+        p.grad is not None and p.grad.dtype == torch.float32 and bool(p.grad.abs().sum() > 0)
+        for p in low.parameters()
+    )
+
+
+def test_checkpoint_keeps_the_precision_and_old_ones_load_as_float32(
+    tmp_path: Path, net: PolicyValueNet
+) -> None:
+    low = PolicyValueNet(replace(TINY, precision="bfloat16"))
+    low.load_state_dict(net.state_dict())
+    Checkpoint.of(low).save(tmp_path / "low.pt")
+    back = Checkpoint.load(tmp_path / "low.pt")
+    assert back.net_config.precision == "bfloat16"
+    b = Boards.from_positions([Position.from_moves("4453")])
+    assert torch.equal(back.build().evaluate(b)[0], low.evaluate(b)[0])
+    # a checkpoint written before the field existed holds no precision: float32, as it trained
+    raw = torch.load(tmp_path / "low.pt", weights_only=True)
+    del raw["net_config"]["precision"]
+    torch.save(raw, tmp_path / "old.pt")
+    assert Checkpoint.load(tmp_path / "old.pt").net_config.precision == "float32"

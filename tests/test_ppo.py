@@ -15,6 +15,7 @@ import math
 import multiprocessing
 import queue
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -252,10 +253,11 @@ def test_train_reports_namespaced_metrics() -> None:
     assert 0 < sum(m["charts/seconds"] for _, m in seen) <= elapsed  # each iteration's own time
 
 
-def test_train_is_reproducible() -> None:
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_train_is_reproducible(precision: str) -> None:
     def run() -> dict[str, torch.Tensor]:
         torch.manual_seed(SEED)
-        net = PolicyValueNet(TINY)
+        net = PolicyValueNet(replace(TINY, precision=precision))
         train(net, PPOConfig(iterations=2, games=16), [RandomBot(), None], seed=5)
         return net.state_dict()
 
@@ -269,9 +271,10 @@ def test_zero_iterations_leave_the_net_alone(net: PolicyValueNet) -> None:
     assert all(torch.equal(v, before[k]) for k, v in net.state_dict().items())
 
 
-def test_training_against_random_improves_on_random() -> None:
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_training_against_random_improves_on_random(precision: str) -> None:
     torch.manual_seed(SEED)
-    net = PolicyValueNet(TINY)
+    net = PolicyValueNet(replace(TINY, precision=precision))
 
     def score() -> float:
         return play_match(NetPlayer(net, greedy=True), RandomBot(), 200, seed=99).total.score

@@ -160,6 +160,7 @@ def test_every_snapshot_is_a_version_with_tags_card_signature_and_example(tracke
         assert float(v.tags["win_vs_tactical"]) == pytest.approx(won / vs_tac.games, abs=5e-5)
         assert member in v.description and "Elo" in v.description
         assert f"{g} PPO generation(s)" in v.description  # the card counts its own generations
+        assert "(float32 convolutions)" in v.description  # the smoke net's precision
         code = {f.path for f in tracked.client.list_artifacts(v.run_id, "model/code")}
         assert code == {"model/code/c4core"}  # exactly the package, shipped with the model
     client = tracked.client
@@ -427,7 +428,8 @@ torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a t
 from c4core.config import profile
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
 uri, name, roles = sys.argv[1:4]
-config = profile("smoke", name=name, generations=3, ppo={"iterations": 6}, roles=tuple(roles.split(",")))
+# 20 iterations: long enough that a watcher on a loaded machine still sees two learners mid-training
+config = profile("smoke", name=name, generations=3, ppo={"iterations": 20}, roles=tuple(roles.split(",")))
 final = run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
 print(json.dumps({"champion": final.report.champion, "version": final.champion_version.version}))
 """
