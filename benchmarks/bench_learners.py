@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import queue
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 
 def learner(iterations: int, threads: int, seed: int, out: multiprocessing.Queue) -> None:
@@ -34,10 +36,21 @@ def learner(iterations: int, threads: int, seed: int, out: multiprocessing.Queue
     config = PROFILES["cpu"]
     net = PolicyValueNet(config.net)
     times: list[float] = []
-    ppo = type(config.ppo)(**{**config.ppo.__dict__, "iterations": iterations})
+    ppo = replace(config.ppo, iterations=iterations, ranks=1)  # alone, whatever the profile's ranks
     train(net, ppo, [RandomBot(), TacticalBot(), None], seed, config.geometry, None,
           lambda i, m: times.append(m["charts/seconds"]))  # fmt: skip
     out.put(times[1:])  # the first iteration also compiles the bots' kernels
+
+
+def _result(out: multiprocessing.Queue, procs: list) -> list[float]:
+    """The next learner's times; a learner that died fails the benchmark rather than hanging it."""
+    while True:
+        try:
+            return out.get(timeout=1.0)
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise SystemExit(f"a learner process died (exit code {dead[0]})") from None
 
 
 def run(processes: int, threads: int, iterations: int) -> dict[str, float]:
@@ -47,7 +60,7 @@ def run(processes: int, threads: int, iterations: int) -> dict[str, float]:
     procs = [ctx.Process(target=learner, args=(iterations, threads, s, out)) for s in range(processes)]
     for p in procs:
         p.start()
-    times = [t for _ in procs for t in out.get()]
+    times = [t for _ in procs for t in _result(out, procs)]
     for p in procs:
         p.join()
     wall = time.perf_counter() - start
@@ -64,7 +77,6 @@ def run(processes: int, threads: int, iterations: int) -> dict[str, float]:
 def ranked(iterations: int, ranks: int) -> dict[str, float]:
     """One learner on `ranks` data-parallel processes, trained as the league trains it."""
     import tempfile
-    from dataclasses import replace
 
     import torch
 

@@ -286,9 +286,11 @@ class LeagueConfig:
     only against the current champion, and ``"league-exploiter"``, which trains against the
     whole league drawn by PFSP. Exploiters learn by PPO and join from generation 2, once there
     is a champion."""
-    exploiter_base: str = field(default="fresh", metadata={HASHED: "when-changed"})
-    """Where a main exploiter starts, and restarts after a reset: ``"fresh"``, a new network;
-    ``"first"``, the main agent's first snapshot. A league exploiter starts there too."""
+    exploiter_base: str = field(default="first", metadata={HASHED: "when-changed"})
+    """Where a main exploiter starts, and restarts after a reset: ``"first"``, the main agent's
+    first snapshot, or ``"fresh"``, a new network. A league exploiter starts there too. From the
+    first snapshot, a `cpu` league's exploiter scored 0.50-0.61 against every later champion,
+    from a fresh net 0.01-0.18 (docs/BENCHMARKS.md)."""
     exploiter_reset_score: float = field(default=0.7, metadata={HASHED: "when-changed"})
     """A main exploiter whose last snapshot scored at least this against the champion it
     trained on starts again from `exploiter_base` (AlphaStar resets at 70% wins)."""

@@ -277,9 +277,9 @@ def test_roles_and_their_settings_enter_the_hash_only_when_used() -> None:
     h = SMOKE.training_hash()
     exploiting = replace(SMOKE, roles=("main", "main-exploiter"))
     assert exploiting.training_hash() != h
-    for unused in (dict(exploiter_base="first"), dict(exploiter_reset_score=0.9), dict(processes=1)):
+    for unused in (dict(exploiter_base="fresh"), dict(exploiter_reset_score=0.9), dict(processes=1)):
         assert replace(SMOKE, **unused).training_hash() == h, unused  # no exploiter to change
-    assert replace(exploiting, exploiter_base="first").training_hash() != exploiting.training_hash()
+    assert replace(exploiting, exploiter_base="fresh").training_hash() != exploiting.training_hash()
     assert replace(exploiting, processes=1).training_hash() == exploiting.training_hash()
     assert LeagueConfig.from_dict(json.loads(json.dumps(exploiting.to_dict()))) == exploiting
 

@@ -448,7 +448,7 @@ def test_the_main_agent_trains_against_exploiters_too(role_store: MemoryStore) -
 
 def test_main_exploiter_starts_again_once_it_beats_its_champion(role_store: MemoryStore) -> None:
     results = role_store.results()
-    strict = replace(EXPLOITING, exploiter_reset_score=0.7)
+    strict = replace(EXPLOITING, exploiter_reset_score=0.7, exploiter_base="fresh")
     assert league.exploitability(results, 2) == pytest.approx(0.8)  # gen2-me vs gen1
     assert league.main_exploiter_start(results, strict, 3) == 3  # 0.8 >= 0.7: a fresh start
     assert league.starting_point(role_store, strict, 3, "main-exploiter") is None
