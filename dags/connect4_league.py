@@ -62,7 +62,7 @@ TRAINER_CPUS = 4
 TRAINER_UID = 50000
 # a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
 # ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a cpu-profile generation's training has
-# taken 1 to 3 minutes, an AlphaZero-style generation of cpu-az up to 7
+# taken 1 to 3 minutes, an AlphaZero-style generation of cpu-az 10 to 15 on a shared machine
 TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
