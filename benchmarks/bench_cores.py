@@ -4,7 +4,8 @@ Runs a command (by default `make league`), samples its whole process tree once a
 psutil, and reports the wall time, the CPU time of the tree, and the CPU rate while learners
 train in processes of their own (`c4core.league.train_learners`, and the other ranks of a
 data-parallel learner: a sample counts as training when at least `--learners` spawned processes
-are alive; 2 for two roles, 1 for one learner on two ranks, whose rank 0 is not spawned)::
+are alive and busy, a rank server waiting for its next learner not counting; 2 for two roles, 1
+for one learner on two ranks, whose rank 0 is not spawned)::
 
     python benchmarks/bench_cores.py --out /tmp/cores.json -- make league LEAGUE=cores
     python benchmarks/bench_cores.py --load -- make league LEAGUE=loaded   # beside a busy core
@@ -26,17 +27,21 @@ from pathlib import Path
 
 import psutil
 
+from c4core.league import IDLE_RANK
 
-def tree_cpu(root: psutil.Process) -> tuple[float, int]:
+
+def tree_cpu(root: psutil.Process, spawned: set[int]) -> tuple[float, int]:
     """CPU seconds of `root`, its live descendants and every child they have reaped, and how
-    many learner processes (spawned by multiprocessing) are alive."""
+    many learner processes (spawned by multiprocessing, and not a rank server waiting for its next
+    learner) are alive; the pids of the spawned ones are added to `spawned`."""
     total, learners = 0.0, 0
     for p in [root, *root.children(recursive=True)]:
         try:
             t = p.cpu_times()
             total += t.user + t.system + t.children_user + t.children_system
             if "spawn_main" in " ".join(p.cmdline()):
-                learners += 1
+                spawned.add(p.pid)
+                learners += p.name() != IDLE_RANK
         except psutil.Error:  # it ended between listing and reading
             pass
     return total, learners
@@ -48,10 +53,11 @@ def measure(command: list[str], load: bool, learners: int = 2) -> dict[str, floa
     proc = subprocess.Popen(command)
     root = psutil.Process(proc.pid)
     samples: list[tuple[float, float, int]] = []  # (time, cpu, learners)
+    spawned: set[int] = set()
     peak = 0.0
     while proc.poll() is None:
         try:
-            cpu, alive = tree_cpu(root)
+            cpu, alive = tree_cpu(root, spawned)
         except psutil.Error:
             break
         peak = max(peak, cpu)  # reaped grandchildren drop out of the sum: keep the running total
@@ -76,6 +82,7 @@ def measure(command: list[str], load: bool, learners: int = 2) -> dict[str, floa
         "training_s": round(training, 1),
         "training_cpu_per_wall": round(trained_cpu / training, 3) if training else None,
         "training_median_window": round(statistics.median(rates), 3) if rates else None,
+        "spawned_processes": len(spawned),
         "load": load,
         "learners": learners,
     }

@@ -100,8 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lg.add_argument(
         "--precision",
-        help="what the net's convolutions compute in, float32 or bfloat16; bfloat16 is fast on CPUs "
-        "with AMX or AVX-512 BF16 (default: the profile's)",
+        default="auto",
+        help="what the net's convolutions compute in: float32, bfloat16 (fast on CPUs with AMX or "
+        "AVX-512 BF16, emulated and slow elsewhere) or auto, the profile's unless this CPU would "
+        "emulate its bfloat16 (default: %(default)s)",
     )
     lg.add_argument("--threads", type=_positive, help="torch CPU threads of this process (default: 1)")
     lg.add_argument(

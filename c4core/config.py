@@ -83,6 +83,27 @@ class SearchConfig:
 PRECISIONS = ("float32", "bfloat16")
 """What a net's trunk can compute in (`NetConfig.precision`)."""
 
+AUTO_PRECISION = "auto"
+"""The precision a user asks for by default (`league_config`): the profile's, except that a
+CPU without native bfloat16 computes a bfloat16 profile in float32."""
+
+NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""The CPU flags (as Linux's /proc/cpuinfo names them) of the instructions oneDNN's bfloat16
+convolutions run on; without them torch emulates bfloat16."""
+
+
+def native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX-BF16). Without them
+    the bfloat16 trunk is emulated: a training step of the cpu net took 8x longer than in
+    float32 on an AMD EPYC with AVX2 only (docs/BENCHMARKS.md). False where `cpuinfo` cannot be
+    read (not Linux)."""
+    try:
+        with open(cpuinfo) as f:
+            flags = {word for line in f if line.startswith("flags") for word in line.split()}
+    except OSError:
+        return False
+    return bool(NATIVE_BFLOAT16_FLAGS & flags)
+
 
 @dataclass(frozen=True)
 class NetConfig:
@@ -106,7 +127,7 @@ class NetConfig:
     the weights, the heads, the losses and the optimizer in float32). It travels with every
     snapshot, so its training, matches, search and serving all compute alike. On a CPU with
     AMX or AVX-512 BF16 the bfloat16 trunk made a PPO iteration of the cpu recipe about 3x
-    faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow."""
+    faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`native_bfloat16`)."""
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
@@ -459,7 +480,7 @@ PROFILES: dict[str, LeagueConfig] = {
         gating_games=20,
     ),
     # the main agent alone on two data-parallel ranks, one per core, its trunk in bfloat16
-    # (docs/BENCHMARKS.md)
+    # where the CPU computes it natively (`league_config`; docs/BENCHMARKS.md)
     "cpu": LeagueConfig(
         profile="cpu",
         generations=6,
@@ -470,7 +491,7 @@ PROFILES: dict[str, LeagueConfig] = {
     # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
     # from them, rescored by the exact solver from ply 16, a quarter of their games against
     # snapshots drawn by PFSP: the roles ablation kept the league share and dropped the main
-    # exploiter; the trunk in bfloat16, as the cpu profile's (docs/BENCHMARKS.md)
+    # exploiter; the trunk as the cpu profile's (docs/BENCHMARKS.md)
     "cpu-az": LeagueConfig(
         profile="cpu-az",
         generations=18,
@@ -547,7 +568,10 @@ def league_config(
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
     and games those of both learners; `ranks`, `PPOConfig.ranks`; `precision`,
-    `NetConfig.precision`). A ValueError names a bad value."""
+    `NetConfig.precision`). A precision of None or ``"auto"`` keeps the profile's, but a
+    bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
+    (`native_bfloat16`): emulated, it is several times slower, not faster. A ValueError names a
+    bad value."""
     given = {
         "generations": generations,
         "match_games": match_games,
@@ -558,6 +582,13 @@ def league_config(
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:
         config = replace(config, ppo=replace(config.ppo, ranks=ranks))
+    if precision in (None, AUTO_PRECISION):
+        emulated = config.net.precision == "bfloat16" and not config.device.startswith("cuda")
+        precision = "float32" if emulated and not native_bfloat16() else None
+    elif precision not in PRECISIONS:
+        raise ValueError(
+            f"unknown net precision {precision!r}: choose from {', '.join((AUTO_PRECISION, *PRECISIONS))}"
+        )
     if precision is not None:
         config = replace(config, net=replace(config.net, precision=precision))
     return with_training(config, iterations, games)

@@ -38,7 +38,7 @@ import queue
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,7 +53,7 @@ from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of,
 from c4core.elo import EloFit, fit_elo
 from c4core.match import WDL, MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.ppo import Ranks, joined, rendezvous
+from c4core.ppo import ALONE, RANK_TIMEOUT, Ranks, joined, rendezvous
 from c4core.ppo import train as train_ppo
 
 
@@ -334,7 +334,6 @@ def train_generation(
     existing = store.snapshot(generation, role)
     if existing is not None:
         return existing
-    net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
     metrics: list[dict[str, float]] = []
 
     def record(i: int, m: dict[str, float]) -> None:
@@ -344,13 +343,15 @@ def train_generation(
             on_iteration(i, m)
 
     if config.learner(generation, role) == "alphazero":
+        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
         members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
         train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, opponents=members)
-    elif config.ppo.ranks > 1:
-        with _ppo_ranks(store, config, generation, opponents, role) as ranks:
-            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
     else:
-        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record)
+        # the other ranks set their learner up beside this one, not after it
+        ranked = _ppo_ranks(store, config, generation, opponents, role) if config.ppo.ranks > 1 else None
+        with ranked or nullcontext(ALONE) as ranks:
+            net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
     ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
     store.save_snapshot(ckpt, metrics)
     return ckpt
@@ -385,55 +386,114 @@ def _ppo_ranks(
     store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
 ) -> Iterator[Ranks]:
     """torch.distributed's process group for one data-parallel PPO learner (`c4core.ppo.joined`):
-    this process is rank 0, and ranks 1.. are spawned processes (`_ppo_rank`) that set up the
-    same learner. A rank that fails ends the group, and its error is raised here."""
+    this process is rank 0, and ranks 1.. are this process's rank servers (`_rank_servers`),
+    each setting up the same learner (`_ppo_rank`). A rank that fails ends the group, and its
+    error is raised here; the group's servers are then retired, the others kept for the next
+    learner."""
     if distributed.is_initialized():
         raise RuntimeError("a PPO learner with ranks needs a process without a torch.distributed group")
     world = config.ppo.ranks
     meeting = rendezvous(world)
-    ctx = multiprocessing.get_context("spawn")
-    errors = ctx.Queue()
-    procs = [
-        ctx.Process(
-            target=_ppo_rank,
-            args=(store, config, generation, opponents, role, meeting.port, rank, errors),
-            name=f"{snapshot_name(generation, role)}-rank{rank}",
-        )
-        for rank in range(1, world)
-    ]
-    for proc in procs:
-        proc.start()
+    servers = _rank_servers(world - 1)
+    member = snapshot_name(generation, role)
+    for rank, server in enumerate(servers, start=1):
+        server.process.name = f"{member}-rank{rank}"
+        server.conn.send((store, config, generation, opponents, role, meeting.port, rank))
     try:
         with joined(meeting.port, 0, world) as ranks:
             yield ranks
-    except Exception as e:
-        failed = _rank_errors(procs, errors)
+    except BaseException as e:
+        failed = _rank_replies(servers, 30.0) if isinstance(e, Exception) else ""
+        _retire(servers)  # mid-learner, or waiting on a group that is gone
         if failed:
-            raise RuntimeError(f"learner {snapshot_name(generation, role)}: {failed}") from e
+            raise RuntimeError(f"learner {member}: {failed}") from e
         raise
-    finally:
-        for proc in procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+    failed = _rank_replies(servers, RANK_TIMEOUT.total_seconds())
+    if failed:
+        _retire(servers)
+        raise RuntimeError(f"learner {member}: {failed}")
 
 
-def _rank_errors(procs: list[Any], errors: Any) -> str:
-    """What the failed ranks said (or how they died), waiting a little for their word."""
-    said: dict[int, str] = {}
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and len(said) < len(procs):
+@dataclass
+class _RankServer:
+    """A spawned process that serves as rank 1.. of this process's data-parallel PPO learners,
+    one learner after another (`_serve_ranks`), and the pipe that gives it each learner."""
+
+    process: Any
+    conn: Any
+    owner: int = field(default_factory=os.getpid)
+    """The process that spawned it: a fork of that process (an executor's task) has none."""
+
+
+_SERVERS: list[_RankServer] = []
+"""This process's rank servers, kept from one learner to the next: spawning a rank afresh for
+every generation re-imported torch and the league in it, 2.5-3.6 s in which rank 0 waited and
+a core idled (docs/BENCHMARKS.md). They die with this process."""
+
+IDLE_RANK = "c4-idle-rank"
+"""The process name (Linux's comm) of a rank server waiting for its next learner: what
+`benchmarks/bench_cores.py` tells from a training rank."""
+
+
+def _rank_servers(n: int) -> list[_RankServer]:
+    """`n` live rank servers, spawning those missing."""
+    _SERVERS[:] = [s for s in _SERVERS if s.owner == os.getpid() and s.process.is_alive()]
+    ctx = multiprocessing.get_context("spawn")
+    while len(_SERVERS) < n:
+        conn, child = ctx.Pipe()
+        # daemonic: at this process's exit, multiprocessing stops it instead of waiting for it
+        process = ctx.Process(target=_serve_ranks, args=(child,), name="ppo-rank", daemon=True)
+        process.start()
+        child.close()
+        _SERVERS.append(_RankServer(process, conn))
+    return _SERVERS[:n]
+
+
+def _rank_replies(servers: list[_RankServer], timeout: float) -> str:
+    """What `servers` said when their learner ended: empty if each finished, else what each
+    failed rank said (or how it died), each given up to `timeout` seconds to answer."""
+    said = {}
+    for rank, server in enumerate(servers, start=1):
         try:
-            rank, message = errors.get(timeout=0.2)
+            message = server.conn.recv() if server.conn.poll(timeout) else "it did not answer"
+        except (EOFError, OSError):
+            server.process.join(timeout=5)
+            message = f"its process died (exit code {server.process.exitcode})"
+        if message is not None:
             said[rank] = message
-        except queue.Empty:
-            if all(not p.is_alive() for p in procs):
-                break
-    for rank, proc in enumerate(procs, start=1):
-        if rank not in said and proc.exitcode not in (None, 0):
-            said[rank] = f"its process died (exit code {proc.exitcode})"
     return "; ".join(f"PPO rank {r} failed: {m}" for r, m in sorted(said.items()))
+
+
+def _retire(servers: list[_RankServer]) -> None:
+    """Stop `servers`, whose group failed: the next learner spawns fresh ones."""
+    for server in servers:
+        server.process.kill()
+        server.process.join()
+        server.conn.close()
+        if server in _SERVERS:
+            _SERVERS.remove(server)
+
+
+def _serve_ranks(conn: Any) -> None:
+    """A rank server's life: on one torch thread, train each learner rank 0 sends as its rank
+    (`_ppo_rank`) and answer None, or the error, after which it leaves; it leaves too when rank
+    0's process is gone."""
+    _die_with_parent()
+    torch.set_num_threads(1)
+    while True:
+        _name_process(IDLE_RANK)
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        store, config, generation, opponents, role, port, rank = job
+        _name_process(f"{snapshot_name(generation, role)}-rank{rank}")
+        try:
+            _ppo_rank(store, config, generation, opponents, role, port, rank)
+        except Exception as e:  # rank 0 raises it, with the learner's name
+            conn.send(f"{type(e).__name__}: {e}")
+            return
+        conn.send(None)
 
 
 def _ppo_rank(
@@ -444,18 +504,12 @@ def _ppo_rank(
     role: str,
     port: int,
     rank: int,
-    errors: Any,
 ) -> None:
-    """PPO rank `rank` (1 or more) of a data-parallel learner, on one torch thread: it trains
-    the same learner as rank 0 on its own share of the games, and records nothing."""
-    _die_with_parent()
-    torch.set_num_threads(1)
-    try:
-        with joined(port, rank, config.ppo.ranks) as ranks:
-            net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, ranks)
-    except Exception as e:  # rank 0 raises it, with the learner's name
-        errors.put((rank, f"{type(e).__name__}: {e}"))
+    """PPO rank `rank` (1 or more) of a data-parallel learner: it trains the same learner as
+    rank 0 on its own share of the games, and records nothing."""
+    with joined(port, rank, config.ppo.ranks) as ranks:
+        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, ranks)
 
 
 def load_snapshot(store: LeagueStore, member: str) -> Checkpoint:
@@ -553,6 +607,17 @@ def _learner(
         events.put(("error", role, f"{type(e).__name__}: {e}"))
         return
     events.put(("done", role, None))
+
+
+def _name_process(name: str) -> None:
+    """Set this process's name as `ps` and psutil show it (Linux's comm, at most 15 bytes);
+    elsewhere, nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(15, name.encode()[:15])  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
 
 
 def _die_with_parent() -> None:

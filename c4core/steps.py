@@ -50,7 +50,7 @@ from c4core.entry import (
 if TYPE_CHECKING:
     from c4core.config import LeagueConfig
 
-SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games", "roles")
+SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games", "roles", "precision")
 """The keys of a resolved spec: the DAG's params, less the executor."""
 _NUMBERS = ("generations", "iterations", "games", "match_games")
 XCOM_RETURN = "/airflow/xcom/return.json"
@@ -81,6 +81,9 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     config = _config(spec, "cpu")
     spec["generations"] = config.generations
     spec["roles"] = list(config.roles)
+    # "auto" is resolved once, here, so that every task of the generation, and its pods, train
+    # and play in the same precision whatever CPU they land on
+    spec["precision"] = _config(spec).net.precision
     return spec
 
 
@@ -92,7 +95,10 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
         if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
             raise ValueError(f"roles must be a list of role names, got {roles!r}")
         settings["roles"] = tuple(roles)
-    return league_config(spec["profile"], spec["league"], device=device, **settings)
+    precision = spec.get("precision")
+    if precision is not None and not isinstance(precision, str):
+        raise ValueError(f"precision must be a string, got {precision!r}")
+    return league_config(spec["profile"], spec["league"], device=device, precision=precision, **settings)
 
 
 def _device(spec: Mapping[str, Any], training: bool) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 
 from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
-from c4core.config import ROLES  # config imports neither torch nor mlflow
+from c4core.config import PRECISIONS, ROLES  # config imports neither torch nor mlflow
 
 DAG_ID = "connect4_league"
 EXECUTORS = ("in-process", "kubernetes")
@@ -82,7 +82,7 @@ PARAMS = {
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
         description_md="`smoke` (seconds, for tests), `cpu` (PPO, the main agent on two data-parallel "
-        "ranks with a bfloat16 trunk: about 7 minutes on 2 cores), `cpu-az` (`cpu`, then "
+        "ranks: about 7 minutes on 2 cores with native bfloat16), `cpu-az` (`cpu`, then "
         "AlphaZero-style generations with a league share) or `gpu` (the reference sizing, all "
         "three roles; trains on CUDA).",
     ),
@@ -132,6 +132,15 @@ PARAMS = {
         title="Games per pairing",
         description_md="Games each league match plays, both colours equally: even, 2 to 10000 "
         "(empty: the profile's).",
+    ),
+    "precision": Param(
+        "auto",
+        type="string",
+        enum=["auto", *PRECISIONS],
+        title="Precision",
+        description_md="What the net's convolutions compute in. `auto`: the profile's (`cpu` and "
+        "`cpu-az` use `bfloat16`, `gpu` `float32`), but `float32` on a CPU without native bfloat16 "
+        "(AVX-512 BF16 or AMX), which would emulate it several times slower.",
     ),
     # The DAG's shape depends on C4_EXECUTOR where the file is parsed, and in Airflow 3 every
     # component parses it: the dag-processor (the shape the scheduler and the UI see) and each

@@ -245,7 +245,7 @@ def test_bad_ranks_are_a_usage_error(capsys, tmp_path: Path) -> None:
 
 def test_a_bad_precision_is_a_usage_error(capsys, tmp_path: Path) -> None:
     rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--precision", "half")
-    assert_one_line_error(rc, out, err, "league", "unknown net precision 'half'", "float32, bfloat16")
+    assert_one_line_error(rc, out, err, "league", "unknown net precision 'half'", "auto, float32, bfloat16")
     assert not list(tmp_path.iterdir())
 
 

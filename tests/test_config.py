@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -315,3 +316,47 @@ def test_net_precision_enters_the_hash_only_when_bfloat16_and_is_checked() -> No
     low = league_config("smoke", "t", precision="bfloat16")
     assert low.net.precision == "bfloat16" and low.training_hash() != h
     assert league_config("cpu", "t", precision="float32").net.precision == "float32"
+    with pytest.raises(ValueError, match="unknown net precision 'half': choose from auto, float32, bfloat16"):
+        league_config("cpu", "t", precision="half")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_keeps_a_bfloat16_profile_only_where_the_cpu_computes_it(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import c4core.config as config
+
+    monkeypatch.setattr(config, "native_bfloat16", lambda: native)
+    for precision in (None, "auto"):
+        cpu = league_config("cpu", "t", precision=precision)
+        assert cpu.net.precision == ("bfloat16" if native else "float32")
+        assert (
+            cpu.training_hash()
+            == (
+                PROFILES["cpu"]
+                if native
+                else replace(PROFILES["cpu"], net=replace(PROFILES["cpu"].net, precision="float32"))
+            ).training_hash()
+        )
+        assert league_config("cpu-az", "t", precision=precision).net.precision == cpu.net.precision
+        assert league_config("gpu", "t", precision=precision).net.precision == "float32"
+        assert league_config("smoke", "t", precision=precision).net.precision == "float32"
+    # asked for by name, a precision is what the user gets, emulated or not
+    assert league_config("cpu", "t", precision="bfloat16").net.precision == "bfloat16"
+    assert league_config("cpu", "t", precision="float32").net.precision == "float32"
+
+
+def test_native_bfloat16_reads_the_cpu_flags(tmp_path: Path) -> None:
+    from c4core.config import native_bfloat16
+
+    flags = "processor\t: {n}\nflags\t\t: fpu sse2 avx2 {extra}\nbogomips\t: 4491\n\n"
+    for extra, native in (
+        ("", False),
+        ("avx512f avx512_bf16", True),
+        ("amx_tile amx_bf16", True),
+        ("avx512f", False),
+    ):
+        cpuinfo = tmp_path / f"cpuinfo-{native}-{len(extra)}"
+        cpuinfo.write_text(flags.format(n=0, extra=extra) + flags.format(n=1, extra=extra))
+        assert native_bfloat16(str(cpuinfo)) is native, extra
+    assert native_bfloat16(str(tmp_path / "absent")) is False

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from servers import free_port
 
-from c4core.config import PROFILES
+from c4core.config import PRECISIONS, PROFILES, league_config
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -168,13 +168,24 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     from airflow.sdk.exceptions import ParamValidationError
 
     dag = load_dag()
-    expected = {"league", "generations", "iterations", "games", "match_games", "profile", "executor", "roles"}
+    expected = {
+        "league",
+        "generations",
+        "iterations",
+        "games",
+        "match_games",
+        "profile",
+        "executor",
+        "roles",
+        "precision",
+    }
     assert set(dag.params) == expected
     for name in expected:
         schema = dag.params.get_param(name).schema
         assert schema.get("title") and schema.get("description_md"), name
     assert dag.params.get_param("profile").schema["enum"] == list(PROFILES)
     assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
+    assert dag.params.get_param("precision").schema["enum"] == ["auto", *PRECISIONS]
     good = {
         "league": "a-b.c_1",
         "generations": 20,
@@ -182,8 +193,10 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "games": 64,
         "match_games": 2,
         "roles": ["main", "main-exploiter"],
+        "precision": "bfloat16",
     }
     bad = {
+        "precision": "half",
         "roles": ["main", "coach"],
         "generations": 21,
         "iterations": 0,
@@ -328,6 +341,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "games": None,
         "match_games": None,
         "roles": ["main"],
+        "precision": "float32",
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -336,6 +350,12 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         steps.resolve({"profile": "tpu"})
     with pytest.raises(ValueError, match="match_games"):
         steps.resolve({"profile": "smoke", "match_games": 3})
+    # "auto" is resolved in the spec, which every later task and pod reads
+    cpu = steps.resolve({"profile": "cpu", "precision": "auto"})["precision"]
+    assert cpu == league_config("cpu").net.precision and cpu in PRECISIONS
+    assert steps.resolve({"profile": "smoke", "precision": "bfloat16"})["precision"] == "bfloat16"
+    with pytest.raises(ValueError, match="unknown net precision 'half'"):
+        steps.resolve({"profile": "smoke", "precision": "half"})
     with pytest.raises(ValueError, match="unknown league settings: colour"):
         steps.resolve({"colour": "red"})
     roles = steps.resolve({"profile": "smoke", "roles": ["main", "league-exploiter"]})["roles"]

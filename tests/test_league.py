@@ -560,3 +560,19 @@ def test_a_rank_that_dies_fails_its_learner_by_name_and_saves_nothing(tmp_path: 
     with pytest.raises(RuntimeError, match=r"learner gen1: PPO rank 1 failed: its process died"):
         league.train_generation(store, config, 1, ["random", "self"], kill_rank1)
     assert store.snapshot(1) is None
+    # the rerun gets a rank of its own in place of the dead one
+    assert league.train_generation(store, config, 1, ["random", "self"]).generation == 1
+
+
+@pytest.mark.slow
+def test_a_rank_server_trains_one_learner_after_another_and_carries_nothing_over(tmp_path: Path) -> None:
+    import psutil
+
+    config = replace(RANKED, roles=("main",))
+    first = league.train_generation(LocalStore(tmp_path / "a"), config, 1, ["random", "tactical", "self"])
+    servers = [s.process.pid for s in league._SERVERS]
+    second = league.train_generation(LocalStore(tmp_path / "b"), config, 1, ["random", "tactical", "self"])
+    assert len(servers) == 1 and [s.process.pid for s in league._SERVERS] == servers
+    assert first.model.keys() == second.model.keys()
+    assert all(torch.equal(first.model[k], second.model[k]) for k in first.model)
+    assert psutil.Process(servers[0]).name() == league.IDLE_RANK  # waiting, and named so
