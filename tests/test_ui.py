@@ -44,7 +44,17 @@ VIEW = "?workflowType=machine_learning"  # the plugin's run links open the model
 LEAGUE = "ui"
 MODEL = "connect4"
 # the trigger form's fields: the DAG's params, each an input named element_<param>
-FIELDS = ("league", "profile", "generations", "iterations", "games", "match_games", "roles", "executor")
+FIELDS = (
+    "league",
+    "profile",
+    "generations",
+    "iterations",
+    "games",
+    "match_games",
+    "roles",
+    "precision",
+    "executor",
+)
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
 
 require_chromium()
@@ -371,7 +381,9 @@ def league(browser: webdriver.Chrome, stack: Stack) -> str:
     run_id = urllib.parse.unquote(browser.current_url.split("/runs/", 1)[1].split("/")[0])
     conf = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["conf"]
     want = {"league": LEAGUE, "profile": "smoke", "generations": None, "iterations": 1, "games": 16}
-    assert conf == want | {"match_games": 10, "roles": None, "executor": "in-process"}, conf
+    assert conf == want | {"match_games": 10, "roles": None, "precision": "auto", "executor": "in-process"}, (
+        conf
+    )
 
     def finished() -> str | None:
         state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
