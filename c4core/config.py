@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from functools import cache
 from typing import Any
 
 from c4core.game import Geometry
@@ -92,6 +93,7 @@ NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 convolutions run on; without them torch emulates bfloat16."""
 
 
+@cache  # the CPU does not change under a process, which builds configs in every step
 def native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX-BF16). Without them
     the bfloat16 trunk is emulated: a training step of the cpu net took 8x longer than in

@@ -610,24 +610,24 @@ def _learner(
 
 
 def _name_process(name: str) -> None:
-    """Set this process's name as `ps` and psutil show it (Linux's comm, at most 15 bytes);
-    elsewhere, nothing."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(15, name.encode()[:15])  # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
+    """Set this process's name as `ps` and psutil show it (Linux's comm, at most 15 bytes)."""
+    _prctl(15, name.encode()[:15])  # PR_SET_NAME
 
 
 def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (PR_SET_PDEATHSIG), so a killed
-    league leaves no learner writing behind it; elsewhere, nothing."""
+    """Ask Linux to kill this process when its parent dies, so a killed league leaves no
+    learner writing behind it."""
+    import signal
+
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _prctl(option: int, arg: Any) -> None:
+    """Linux's prctl(2); elsewhere, nothing."""
     try:
         import ctypes
-        import signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg)
     except (OSError, AttributeError):
         pass
 

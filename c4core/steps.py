@@ -95,10 +95,9 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
         if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
             raise ValueError(f"roles must be a list of role names, got {roles!r}")
         settings["roles"] = tuple(roles)
-    precision = spec.get("precision")
-    if precision is not None and not isinstance(precision, str):
-        raise ValueError(f"precision must be a string, got {precision!r}")
-    return league_config(spec["profile"], spec["league"], device=device, precision=precision, **settings)
+    return league_config(
+        spec["profile"], spec["league"], device=device, precision=spec.get("precision"), **settings
+    )
 
 
 def _device(spec: Mapping[str, Any], training: bool) -> str:
