@@ -11,9 +11,12 @@ variants side by side, one torch thread each, so they share the machine equally:
 The JSON overrides `AlphaZeroConfig` fields, the search's in a nested object such as
 `{"search": {"simulations": 32}}` (`iterations` is ignored: the run is timed).
 `--grow 4x64` first grows the net to 4 blocks of 64 channels without changing what it computes
-(`c4core.net.grown`). Each line: iterations, seconds, the value error on suite positions of
-plies 4-10 and 11-20 (mean squared difference between the network's value and the exact result
-+1/0/-1, all positions counted), raw keeps-the-result, searched keeps-the-result, losses.
+(`c4core.net.grown`). `--bots tactical,lookahead` also plays `--bot-games` greedy games against
+each named bot at every report (4 random opening plies, colours alternated, seed 1, as `c4 match
+... --seed 1`). Each line: iterations, seconds, the value error on suite positions of plies 4-10
+and 11-20 (mean squared difference between the network's value and the exact result +1/0/-1, all
+positions counted), raw keeps-the-result, searched keeps-the-result, losses, then each bot's
+score (wins, draws half).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ import torch
 
 from c4core.alphazero import train
 from c4core.batch import Boards
+from c4core.bots import BOTS
 from c4core.config import AlphaZeroConfig, overridden
+from c4core.match import play_match
 from c4core.net import Checkpoint, NetPlayer, grown
 from c4core.search import SearchPlayer
 from c4core.suite import default_suite_path, evaluate_suite, load_suite, outcome
@@ -43,7 +48,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--grow", default=None, help="grow the net first, e.g. 4x64 (blocks x channels)")
+    p.add_argument("--bots", default="", help="comma-separated bots to play at every report, e.g. tactical")
+    p.add_argument("--bot-games", type=int, default=4000, help="greedy games against each bot (even)")
     args = p.parse_args()
+    bots = [b for b in args.bots.split(",") if b]
+    if unknown := set(bots) - set(BOTS):
+        p.error(f"unknown bot(s) {', '.join(sorted(unknown))}: choose from {', '.join(BOTS)}")
     torch.set_num_threads(args.threads)
     path = args.suite or default_suite_path()
     if path is None:
@@ -67,11 +77,14 @@ def main() -> None:
         value_error = f"{float(error[early].mean()):8.3f}  {float(error[middle].mean()):8.3f}"
         raw = evaluate_suite(NetPlayer(net, "net"), suite).total.keeps_rate
         searched = evaluate_suite(SearchPlayer(net, 256), suite).total.keeps_rate
+        player = NetPlayer(net, "net")
+        against = [play_match(player, BOTS[b](), args.bot_games, seed=1).total.score for b in bots]
         scoring[0] += time.perf_counter() - t
-        return f"{value_error}  {raw:9.3f}  {searched:13.3f}"
+        return f"{value_error}  {raw:9.3f}  {searched:13.3f}" + "".join(f"  {s:.4f}" for s in against)
 
     print(f"# {args.checkpoint} {args.overrides}")
-    print("iteration  seconds  verr_4_10  verr_11_20  raw_keeps  mcts256_keeps  policy_loss  value_loss")
+    header = "iteration  seconds  verr_4_10  verr_11_20  raw_keeps  mcts256_keeps"
+    print(header + "".join(f"  vs_{b}" for b in bots) + "  policy_loss  value_loss")
     print(f"{0:9d}  {0:7.0f}  {score()}", flush=True)
     start = time.perf_counter()
     scoring[0] = 0.0

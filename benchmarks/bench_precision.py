@@ -24,7 +24,7 @@ import torch
 from c4core.config import PRECISIONS, PROFILES
 from c4core.game import NUM_PLANES
 from c4core.net import PolicyValueNet
-from c4core.ppo import ALONE
+from c4core.ranks import ALONE
 
 BATCHES = (64, 256, 1024)
 

@@ -35,7 +35,7 @@ def _opponents(base: str) -> list[Any]:
 
 
 def _rank(rank: int, world: int, port: int, base: str, precision: str, out: Any) -> None:
-    from c4core.ppo import ALONE, joined
+    from c4core.ranks import ALONE, joined
 
     torch.set_num_threads(1)
     with joined(port, rank, world) if world > 1 else nullcontext(ALONE) as ranks:
@@ -67,7 +67,7 @@ def _iterations(base: str, ranks: Any, precision: str) -> list[tuple[float, floa
 
 
 def run(world: int, base: str, precision: str) -> dict[str, Any]:
-    from c4core.ppo import rendezvous
+    from c4core.ranks import rendezvous
 
     meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")

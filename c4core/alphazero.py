@@ -34,6 +34,12 @@ are not the learner's search output, and fitting its policy to another net's mov
 imitation, not expert iteration; what the learner takes from a member is the positions it
 reaches and the outcomes its play forces. The league rates every snapshot the learner
 produces against every member, on the same ladder as the PPO snapshots.
+
+With `ranks` above 1 the learner trains data-parallel (`c4core.ranks`): each rank self-plays
+its share of the games on a random stream of its own, every rank's decisions are pooled into
+one replay window, and rank 0 alone fits the net on it and shares the new weights. Self-play,
+the search, is most of an iteration's time, and it is what the ranks split; a fit is one
+rank's, as it is with one.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
 from c4core.match import WDL
 from c4core.net import NetPlayer, PolicyValueNet
+from c4core.ranks import ALONE, Ranks
 from c4core.search import SearchPlayer, search
 from c4core.solver import Solver
 
@@ -332,6 +339,7 @@ def train(
     optimizer: torch.optim.Optimizer | None = None,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
     opponents: Sequence[tuple[str, PolicyValueNet]] = (),
+    ranks: Ranks = ALONE,
 ) -> torch.optim.Optimizer:
     """Run `config.iterations` self-play-and-fit iterations in place; returns the optimizer.
 
@@ -340,13 +348,18 @@ def train(
     `on_iteration(i, metrics)` receives ``losses/{policy,value,entropy}``,
     ``vs/self/{win,draw,loss}`` (the first player's, over the self-play games),
     ``vs/<member>/{win,draw,loss}`` (the learner's, for each member played), ``selfplay/*``
-    and ``charts/*``.
+    and ``charts/*``. Data-parallel, every rank calls this with the same network, opponents
+    and `config.ranks` of them; the metrics then average every rank's games (the ranks play
+    equal shares), and only rank 0's include the losses: it alone fits.
     """
+    if ranks.world != config.ranks:
+        raise ValueError(f"the AlphaZero config asks for {config.ranks} ranks, and {ranks.world} train")
     if optimizer is None:
         optimizer = torch.optim.Adam(net.parameters())
     for group in optimizer.param_groups:  # a resumed optimizer keeps its moments, not its settings
         group["lr"], group["weight_decay"] = config.learning_rate, config.weight_decay
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(ranks.seed(seed))
+    share = replace(config, games=config.games // ranks.world, ranks=1) if ranks.world > 1 else config
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
     solver = (
@@ -356,11 +369,17 @@ def train(
     )
     for it in range(config.iterations):
         start = time.perf_counter()
-        samples, stats = self_play(net, config, gen, geometry, solver, opponents)
+        samples, stats = self_play(net, share, gen, geometry, solver, opponents)
         played = time.perf_counter() - start
+        if ranks.world > 1:  # every rank's decisions, in rank order; the statistics averaged
+            samples = Samples.cat(ranks.gather(samples))
+            stats = dict(zip(sorted(stats), ranks.mean([stats[k] for k in sorted(stats)]), strict=True))
         window = (window + [samples])[-config.replay_iterations :]
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
-        losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, geometry)
+        losses = {}
+        if ranks.rank == 0:
+            losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, geometry)
+        ranks.share(net)
         metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
         metrics["charts/decisions"] = float(len(samples))
         metrics["charts/selfplay_seconds"] = played

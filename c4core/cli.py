@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument(
         "--ranks",
         type=_positive,
-        help="data-parallel processes per PPO learner, one torch thread each (default: the profile's)",
+        help="data-parallel processes per learner, one torch thread each (default: the profile's)",
     )
     lg.add_argument(
         "--precision",
@@ -131,7 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--json", action="store_true", help="print the final ladder as JSON")
 
     m = sub.add_parser("match", help="play a match between two players")
-    m.add_argument("a", help="random, tactical, perfect, a checkpoint .pt, or models:/connect4@champion")
+    m.add_argument(
+        "a", help="random, tactical, lookahead, perfect, a checkpoint .pt, or models:/connect4@champion"
+    )
     m.add_argument("b", help="the other player")
     m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")
     m.add_argument("--seed", type=_non_negative, default=0)

@@ -245,6 +245,12 @@ class AlphaZeroConfig:
     league_simulations: int = field(default=0, metadata={HASHED: "when-changed"})
     """How a drawn member plays in those games: 0 samples its raw network's policy; above 0 it
     searches with this many simulations a move (no root noise), as the learner does."""
+    ranks: int = field(default=1, metadata={HASHED: "when-changed"})
+    """Data-parallel processes the learner trains on, each with one torch thread
+    (`c4core.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
+    stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
+    shares its weights. Self-play is most of an iteration, so a second rank nearly halves it.
+    Hashed when changed: the games differ with the ranks."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
@@ -263,6 +269,11 @@ class AlphaZeroConfig:
             raise ValueError(f"league_share must be within 0..1, got {self.league_share}")
         if type(self.league_simulations) is not int or self.league_simulations < 0:
             raise ValueError(f"league_simulations must be 0 or more, got {self.league_simulations!r}")
+        if self.ranks < 1 or self.games < self.ranks:
+            raise ValueError(
+                f"AlphaZero ranks must be at least 1, each with at least one of the {self.games} games, "
+                f"got {self.ranks}"
+            )
 
     def inert(self) -> frozenset[str]:
         names = set() if self.solve_from else {"solve_nodes"}
@@ -366,8 +377,8 @@ class LeagueConfig:
             raise ValueError("exploiter_reset_generations must be at least 1, and processes 0 or more")
         if self.alphazero_from < 0:
             raise ValueError("alphazero_from must be 0 (never) or a generation number")
-        if self.ppo.ranks > 1 and self.device != "cpu":
-            raise ValueError("PPO ranks are CPU processes: a learner on a GPU trains alone (ranks 1)")
+        if max(self.ppo.ranks, self.alphazero.ranks) > 1 and self.device != "cpu":
+            raise ValueError("learner ranks are CPU processes: a learner on a GPU trains alone (ranks 1)")
         if self.net.rows != self.rows or self.net.cols != self.cols:
             raise ValueError("the network's board size must match the league's")
         Geometry(self.rows, self.cols, self.connect)
@@ -385,6 +396,10 @@ class LeagueConfig:
         """The roles that train a snapshot in `generation`: the main agent alone in the first
         (no champion exists yet for an exploiter to train against), every role after."""
         return self.roles if generation > 1 else (MAIN,)
+
+    def ranks(self, generation: int, role: str = "main") -> int:
+        """Data-parallel processes `role`'s learner of `generation` trains on (its learner's)."""
+        return (self.alphazero if self.learner(generation, role) == "alphazero" else self.ppo).ranks
 
     def iterations(self, generation: int, role: str = "main") -> int:
         """Training iterations of `role`'s snapshot of `generation` (its learner's)."""
@@ -472,6 +487,37 @@ def identity(config: Any) -> dict[str, Any]:
     }
 
 
+_CPU = LeagueConfig(
+    profile="cpu",
+    generations=7,
+    # six PPO generations, the main agent alone on two data-parallel ranks, one per core
+    ppo=PPOConfig(iterations=25, games=768, ranks=2),
+    # then AlphaZero-style generations continuing from them, rescored by the exact solver from
+    # ply 16, a quarter of their games against snapshots drawn by PFSP (the roles ablation kept
+    # the league share and dropped the main exploiter), self-played on two ranks, 1,024 games an
+    # iteration: a search's time hardly grows with its batch, so larger iterations learn as much
+    # a core-second, and two ranks split them. One such generation lifts the PPO champion past
+    # what more PPO reached against `tactical` (docs/BENCHMARKS.md).
+    alphazero=AlphaZeroConfig(
+        iterations=10,
+        games=1024,
+        search=SearchConfig(simulations=64, root_noise=True),
+        opening_plies=2,
+        opening_plies_max=24,
+        replay_iterations=8,
+        solve_from=16,
+        league_share=0.25,
+        ranks=2,
+    ),
+    alphazero_from=7,
+    # the trunk in bfloat16 where the CPU computes it natively (`league_config`)
+    net=NetConfig(blocks=2, channels=32, precision="bfloat16"),
+    match_games=400,
+)
+"""The `cpu` profile: the quick league, six PPO generations and one AlphaZero-style one. The
+`cpu-az` profile is the same recipe run for 24 generations, so it shares the key and goes on
+from where a `cpu` league of the same name stopped."""
+
 PROFILES: dict[str, LeagueConfig] = {
     "smoke": LeagueConfig(
         profile="smoke",
@@ -481,37 +527,8 @@ PROFILES: dict[str, LeagueConfig] = {
         match_games=20,
         gating_games=20,
     ),
-    # the main agent alone on two data-parallel ranks, one per core, its trunk in bfloat16
-    # where the CPU computes it natively (`league_config`; docs/BENCHMARKS.md)
-    "cpu": LeagueConfig(
-        profile="cpu",
-        generations=6,
-        ppo=PPOConfig(iterations=25, games=768, ranks=2),
-        net=NetConfig(blocks=2, channels=32, precision="bfloat16"),
-        match_games=400,
-    ),
-    # the cpu profile's six PPO generations, then twelve AlphaZero-style generations continuing
-    # from them, rescored by the exact solver from ply 16, a quarter of their games against
-    # snapshots drawn by PFSP: the roles ablation kept the league share and dropped the main
-    # exploiter; the trunk as the cpu profile's (docs/BENCHMARKS.md)
-    "cpu-az": LeagueConfig(
-        profile="cpu-az",
-        generations=18,
-        ppo=PPOConfig(iterations=25, games=768, ranks=2),
-        alphazero=AlphaZeroConfig(
-            iterations=40,
-            games=256,
-            search=SearchConfig(simulations=64, root_noise=True),
-            opening_plies=2,
-            opening_plies_max=24,
-            replay_iterations=8,
-            solve_from=16,
-            league_share=0.25,
-        ),
-        alphazero_from=7,
-        net=NetConfig(blocks=2, channels=32, precision="bfloat16"),
-        match_games=400,
-    ),
+    "cpu": _CPU,
+    "cpu-az": replace(_CPU, profile="cpu-az", generations=24),
     "gpu": LeagueConfig(
         profile="gpu",
         generations=20,
@@ -569,7 +586,7 @@ def league_config(
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
-    and games those of both learners; `ranks`, `PPOConfig.ranks`; `precision`,
+    and games those of both learners, and so are `ranks`; `precision`,
     `NetConfig.precision`). A precision of None or ``"auto"`` keeps the profile's, but a
     bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`): emulated, it is several times slower, not faster. A ValueError names a
@@ -583,7 +600,8 @@ def league_config(
     }
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:
-        config = replace(config, ppo=replace(config.ppo, ranks=ranks))
+        ppo, alphazero = replace(config.ppo, ranks=ranks), replace(config.alphazero, ranks=ranks)
+        config = replace(config, ppo=ppo, alphazero=alphazero)
     if precision in (None, AUTO_PRECISION):
         emulated = config.net.precision == "bfloat16" and not config.device.startswith("cuda")
         precision = "float32" if emulated and not native_bfloat16() else None

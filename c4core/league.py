@@ -20,8 +20,9 @@ best-rated main-agent snapshot: an exploiter is a teacher and a probe, never the
 How much the main exploiter beats the champion it trained on is the champion's
 `exploitability`.
 
-A PPO learner can also train data-parallel on `PPOConfig.ranks` processes (`c4core.ppo.Ranks`),
-which puts both cores on one learner where the roles would leave one idle.
+A learner can also train data-parallel on several processes (`PPOConfig.ranks`,
+`AlphaZeroConfig.ranks`; `c4core.ranks`), which puts both cores on one learner where the roles
+would leave one idle.
 
 The league's state lives behind `LeagueStore`, so the same steps run on a local folder (here)
 or on MLflow (`c4core.registry`), and every step is idempotent: a snapshot or match that the
@@ -53,8 +54,8 @@ from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of,
 from c4core.elo import EloFit, fit_elo
 from c4core.match import WDL, MatchResult, head_to_head, play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.ppo import ALONE, RANK_TIMEOUT, Ranks, joined, rendezvous
 from c4core.ppo import train as train_ppo
+from c4core.ranks import ALONE, RANK_TIMEOUT, Ranks, joined, rendezvous
 
 
 class LeagueStore(Protocol):
@@ -328,9 +329,9 @@ def train_generation(
     role: str = MAIN,
 ) -> Checkpoint:
     """Train `role`'s snapshot of `generation` (reusing it if the store has it) and store it;
-    each iteration's metrics go to `store.log_iteration` as it ends. A PPO learner with
-    `PPOConfig.ranks` above 1 trains here as rank 0, its other ranks in processes of their own
-    (`_ppo_ranks`); only rank 0 records."""
+    each iteration's metrics go to `store.log_iteration` as it ends. A learner on more than one
+    rank (`LeagueConfig.ranks`) trains here as rank 0, its other ranks in processes of their own
+    (`_learner_ranks`); only rank 0 records."""
     existing = store.snapshot(generation, role)
     if existing is not None:
         return existing
@@ -342,19 +343,35 @@ def train_generation(
         if on_iteration is not None:
             on_iteration(i, m)
 
-    if config.learner(generation, role) == "alphazero":
-        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
-        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, opponents=members)
-    else:
-        # the other ranks set their learner up beside this one, not after it
-        ranked = _ppo_ranks(store, config, generation, opponents, role) if config.ppo.ranks > 1 else None
-        with ranked or nullcontext(ALONE) as ranks:
-            net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-            train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
+    # the other ranks set their learner up beside this one, not after it
+    ranked = None
+    if config.ranks(generation, role) > 1:
+        ranked = _learner_ranks(store, config, generation, opponents, role)
+    with ranked or nullcontext(ALONE) as ranks:
+        net, optimizer = _train(store, config, generation, opponents, role, ranks, record)
     ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
     store.save_snapshot(ckpt, metrics)
     return ckpt
+
+
+def _train(
+    store: LeagueStore,
+    config: LeagueConfig,
+    generation: int,
+    opponents: list[str],
+    role: str,
+    ranks: Ranks,
+    record: Callable[[int, dict[str, float]], None] | None,
+) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
+    """`role`'s learner of `generation`, set up and trained as rank `ranks.rank` by its learner
+    (`record` follows its iterations); the trained network and optimizer."""
+    net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
+    if config.learner(generation, role) == "alphazero":
+        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
+        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, members, ranks)
+    else:
+        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
+    return net, optimizer
 
 
 def _learner_setup(
@@ -362,7 +379,7 @@ def _learner_setup(
 ) -> tuple[PolicyValueNet, torch.optim.Optimizer, list[Player | None], int]:
     """What `role`'s learner of `generation` starts from: its network and optimizer (from its
     `starting_point`), its opponents as players, and its training seed. The same on every
-    PPO rank, which is what keeps the ranks' replicas equal."""
+    rank, which is what keeps the ranks' replicas equal."""
     tag = "" if role == MAIN else f":{role}"  # the main agent's seeds are those from before roles
     torch.manual_seed(_seed(config, generation, "init" + tag))
     net = PolicyValueNet(config.net).to(config.device)
@@ -382,17 +399,17 @@ def _learner_setup(
 
 
 @contextmanager
-def _ppo_ranks(
+def _learner_ranks(
     store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
 ) -> Iterator[Ranks]:
-    """torch.distributed's process group for one data-parallel PPO learner (`c4core.ppo.joined`):
+    """torch.distributed's process group for one data-parallel learner (`c4core.ranks.joined`):
     this process is rank 0, and ranks 1.. are this process's rank servers (`_rank_servers`),
-    each setting up the same learner (`_ppo_rank`). A rank that fails ends the group, and its
+    each setting up the same learner (`_rank`). A rank that fails ends the group, and its
     error is raised here; the group's servers are then retired, the others kept for the next
     learner."""
     if distributed.is_initialized():
-        raise RuntimeError("a PPO learner with ranks needs a process without a torch.distributed group")
-    world = config.ppo.ranks
+        raise RuntimeError("a learner with ranks needs a process without a torch.distributed group")
+    world = config.ranks(generation, role)
     meeting = rendezvous(world)
     servers = _rank_servers(world - 1)
     member = snapshot_name(generation, role)
@@ -416,7 +433,7 @@ def _ppo_ranks(
 
 @dataclass
 class _RankServer:
-    """A spawned process that serves as rank 1.. of this process's data-parallel PPO learners,
+    """A spawned process that serves as rank 1.. of this process's data-parallel learners,
     one learner after another (`_serve_ranks`), and the pipe that gives it each learner."""
 
     process: Any
@@ -461,7 +478,7 @@ def _rank_replies(servers: list[_RankServer], timeout: float) -> str:
             message = f"its process died (exit code {server.process.exitcode})"
         if message is not None:
             said[rank] = message
-    return "; ".join(f"PPO rank {r} failed: {m}" for r, m in sorted(said.items()))
+    return "; ".join(f"rank {r} failed: {m}" for r, m in sorted(said.items()))
 
 
 def _retire(servers: list[_RankServer]) -> None:
@@ -476,7 +493,7 @@ def _retire(servers: list[_RankServer]) -> None:
 
 def _serve_ranks(conn: Any) -> None:
     """A rank server's life: on one torch thread, train each learner rank 0 sends as its rank
-    (`_ppo_rank`) and answer None, or the error, after which it leaves; it leaves too when rank
+    (`_rank`) and answer None, or the error, after which it leaves; it leaves too when rank
     0's process is gone."""
     _die_with_parent()
     torch.set_num_threads(1)
@@ -489,14 +506,14 @@ def _serve_ranks(conn: Any) -> None:
         store, config, generation, opponents, role, port, rank = job
         _name_process(f"{snapshot_name(generation, role)}-rank{rank}")
         try:
-            _ppo_rank(store, config, generation, opponents, role, port, rank)
+            _rank(store, config, generation, opponents, role, port, rank)
         except Exception as e:  # rank 0 raises it, with the learner's name
             conn.send(f"{type(e).__name__}: {e}")
             return
         conn.send(None)
 
 
-def _ppo_rank(
+def _rank(
     store: LeagueStore,
     config: LeagueConfig,
     generation: int,
@@ -505,11 +522,10 @@ def _ppo_rank(
     port: int,
     rank: int,
 ) -> None:
-    """PPO rank `rank` (1 or more) of a data-parallel learner: it trains the same learner as
-    rank 0 on its own share of the games, and records nothing."""
-    with joined(port, rank, config.ppo.ranks) as ranks:
-        net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, None, ranks)
+    """Rank `rank` (1 or more) of a data-parallel learner: it trains the same learner as rank 0
+    on its own share of the games, and records nothing."""
+    with joined(port, rank, config.ranks(generation, role)) as ranks:
+        _train(store, config, generation, opponents, role, ranks, None)
 
 
 def load_snapshot(store: LeagueStore, member: str) -> Checkpoint:
@@ -532,7 +548,7 @@ def train_learners(
     holds, and return each role's snapshot. With more than one to train and `processes` not 1,
     each learner trains in a process of its own with one torch thread (small forwards scale
     badly across threads, docs/BENCHMARKS.md), at most `processes` at once (0: one per core).
-    A PPO learner with `PPOConfig.ranks` above 1 adds its other ranks' processes to that.
+    A learner on more than one rank (`LeagueConfig.ranks`) adds its other ranks' processes to that.
     `on_iteration(member, i, metrics)` is called here, in this process, for every learner."""
     todo = [role for role in plan if store.snapshot(generation, role) is None]
     workers = config.processes or min(len(todo), os.cpu_count() or 1)

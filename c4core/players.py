@@ -1,10 +1,10 @@
 """Player specs: the strings that name a player on the command line and in league records.
 
-``random`` and ``tactical`` are the scripted bots, ``perfect`` is the exact solver (small
-boards only), a path to a ``.pt`` file is a checkpoint played greedily by its network, and a
-registry URI (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``)
-is a registered snapshot, fetched by the caller's `registry` function (the CLI's reads MLflow
-through `c4core.registry`; this module never imports it). Any network
+``random``, ``tactical`` and ``lookahead`` are the scripted bots, ``perfect`` is the exact
+solver (small boards only), a path to a ``.pt`` file is a checkpoint played greedily by its
+network, and a registry URI (``models:/connect4@champion``, ``models:/connect4/7``,
+``models:/connect4/Production``) is a registered snapshot, fetched by the caller's `registry`
+function (the CLI's reads MLflow through `c4core.registry`; this module never imports it). Any network
 spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`), and
 ``+mcts<N>+probe<P>`` also probes the exact solver at search leaves of at least P stones
 (search plus an oracle: its strength is not the network's own).
@@ -76,6 +76,6 @@ def make_player(
             raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
         return NetPlayer(ckpt.build(device), name=path.stem)
     raise ValueError(
-        f"unknown player {spec!r}: use random, tactical, perfect, a checkpoint file (.pt), "
+        f"unknown player {spec!r}: use random, tactical, lookahead, perfect, a checkpoint file (.pt), "
         "or a registry URI (models:/connect4@champion)"
     )

@@ -9,7 +9,7 @@ the update is PPO-clip with a value baseline and an entropy bonus (Schulman et a
 names as in CleanRL. Mirror augmentation doubles every batch with the board's left-right image,
 old log-probs of the mirrored states taken from the pre-update network so the ratio stays exact.
 
-A learner can train data-parallel over `PPOConfig.ranks` processes (`Ranks`), as PyTorch's
+A learner can train data-parallel over `PPOConfig.ranks` processes (`c4core.ranks`), as PyTorch's
 DistributedDataParallel does: each rank collects its share of the games, and every gradient
 step sums the ranks' gradients, each weighted by its share of the step's decisions, so the step
 follows the mean loss over all of them. Every rank then takes the same step from the same
@@ -18,16 +18,12 @@ parameters, and the replicas stay equal without a broadcast.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
 import numpy as np
 import torch
-from torch import distributed
 from torch.nn import functional as F
 
 from c4core.batch import Boards, mirror_planes
@@ -36,54 +32,7 @@ from c4core.config import PPOConfig
 from c4core.game import STANDARD, Geometry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """This process's place among the data-parallel processes of one PPO learner. With
-    ``world > 1`` the caller has started torch.distributed's default process group of `world`
-    processes; the default is a learner alone, which communicates with nobody."""
-
-    rank: int = 0
-    world: int = 1
-
-    def sum(self, values: torch.Tensor) -> torch.Tensor:
-        """`values` summed over every rank, in place; alone, `values` as they are."""
-        if self.world > 1:
-            distributed.all_reduce(values)
-        return values
-
-    def seed(self, seed: int) -> int:
-        """This rank's random stream: `seed` itself on rank 0, so a learner alone plays as before."""
-        return seed if self.rank == 0 else (seed * 1_000_003 + self.rank) % 2**63
-
-
-ALONE = Ranks()
-
-RANK_TIMEOUT = timedelta(minutes=10)
-"""How long a rank waits for the others, at the rendezvous or at a step, before it gives up."""
-
-
-def rendezvous(world: int) -> distributed.TCPStore:
-    """Where the `world` ranks of one learner meet: a TCPStore on 127.0.0.1 on a free port
-    (its ``port``), kept by whoever starts the ranks for as long as they run."""
-    return distributed.TCPStore(
-        "127.0.0.1", 0, world, is_master=True, timeout=RANK_TIMEOUT, wait_for_workers=False
-    )
-
-
-@contextmanager
-def joined(port: int, rank: int, world: int) -> Iterator[Ranks]:
-    """This process as rank `rank` of `world` in torch.distributed's default group, met at the
-    `rendezvous` on `port` and talking gloo over loopback (``lo``: the ranks share one machine,
-    unless GLOO_SOCKET_IFNAME says otherwise); the group is left on exit."""
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    store = distributed.TCPStore("127.0.0.1", port, world, is_master=False, timeout=RANK_TIMEOUT)
-    distributed.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=RANK_TIMEOUT)
-    try:
-        yield Ranks(rank, world)
-    finally:
-        distributed.destroy_process_group()
+from c4core.ranks import ALONE, Ranks
 
 
 @dataclass
@@ -276,12 +225,12 @@ def ppo_update(
                 epoch_kl.append(((r - 1) - lr).mean().item())
                 stats["approx_kl"].append(epoch_kl[-1])
                 stats["clipfrac"].append(((r - 1).abs() > config.clip_coef).float().mean().item())
-        kl = _mean_over_ranks([float(np.mean(epoch_kl)) if epoch_kl else 0.0], ranks)[0]
+        kl = ranks.mean([float(np.mean(epoch_kl)) if epoch_kl else 0.0])[0]
         if config.target_kl is not None and kl > config.target_kl:
             break  # every rank sees the same mean, so all stop together
     net.eval()
     means = [float(np.mean(v)) if v else 0.0 for v in stats.values()]
-    return dict(zip(stats, _mean_over_ranks(means, ranks), strict=True))
+    return dict(zip(stats, ranks.mean(means), strict=True))
 
 
 def _sum_gradients(params: list[torch.nn.Parameter], ranks: Ranks) -> None:
@@ -293,12 +242,6 @@ def _sum_gradients(params: list[torch.nn.Parameter], ranks: Ranks) -> None:
     flat = ranks.sum(torch.cat([p.grad.reshape(-1) for p in params]))
     for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
         p.grad.copy_(g.view_as(p))
-
-
-def _mean_over_ranks(values: list[float], ranks: Ranks) -> list[float]:
-    if ranks.world == 1:
-        return values
-    return (ranks.sum(torch.tensor(values, dtype=torch.float64)) / ranks.world).tolist()
 
 
 def _with_mirror(net: PolicyValueNet, batch: Rollout) -> Rollout:

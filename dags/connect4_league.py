@@ -61,8 +61,8 @@ TRAINER_CPUS = 4
 # which plays this pod in tests/test_pod.py, hands an emptyDir only to the pod's runAsUser)
 TRAINER_UID = 50000
 # a hung pod is stopped rather than holding a GPU node forever; generous, because no generation was
-# ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a cpu-profile generation's training has
-# taken 1 to 3 minutes, an AlphaZero-style generation of cpu-az 10 to 15 on a shared machine
+# ever timed on a GPU (docs/BENCHMARKS.md); on 2 cores a PPO generation's training has taken 1 to
+# 3 minutes, an AlphaZero-style generation on two ranks 3 to 5
 TRAIN_TIMEOUT = timedelta(minutes=int(os.environ.get("C4_TRAIN_TIMEOUT_MINUTES", "120")))
 
 PARAMS = {
@@ -81,10 +81,10 @@ PARAMS = {
         type="string",
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
-        description_md="`smoke` (seconds, for tests), `cpu` (PPO, the main agent on two data-parallel "
-        "ranks: about 7 minutes on 2 cores with native bfloat16), `cpu-az` (`cpu`, then "
-        "AlphaZero-style generations with a league share) or `gpu` (the reference sizing, all "
-        "three roles; trains on CUDA).",
+        description_md="`smoke` (seconds, for tests), `cpu` (six PPO generations, then one "
+        "AlphaZero-style, each learner on two data-parallel ranks: under 10 minutes on 2 cores with "
+        "native bfloat16), `cpu-az` (the `cpu` league run on to 24 generations) or `gpu` (the "
+        "reference sizing, all three roles; trains on CUDA).",
     ),
     "generations": Param(
         None,

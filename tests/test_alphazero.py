@@ -6,7 +6,10 @@ targets that MCTS-Solver proves."""
 
 from __future__ import annotations
 
+import multiprocessing
+import queue
 from dataclasses import replace
+from typing import Any
 
 import pytest
 import torch
@@ -16,6 +19,7 @@ from c4core.bots import Player
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
 from c4core.net import NetPlayer, PolicyValueNet
+from c4core.ranks import Ranks, joined, rendezvous
 from c4core.search import SearchPlayer
 from c4core.solver import Solver
 
@@ -497,3 +501,73 @@ def test_solver_adjudicates_league_games_from_the_learners_side() -> None:
             assert all(float(samples.value[i]) == settled for i in early)
             adjudicated += any(float(plain.value[i]) != settled for i in early)
     assert adjudicated > 0  # some game ended otherwise than its first settled position promised
+
+
+# ---- data-parallel ranks ------------------------------------------------------------------------
+GROUP = replace(TINY, games=16, league_share=0.5, ranks=2)
+"""Two ranks of 8 games each, half of them against a league member."""
+
+
+def _group_rank(rank: int, port: int, out: Any) -> None:
+    """One rank of a two-process gloo group (a spawned child) training `GROUP` from `tiny_net`;
+    sends back its parameters (numpy: a tensor would go with this process) and metrics."""
+    torch.set_num_threads(1)
+    with joined(port, rank, 2) as ranks:
+        net, seen = tiny_net(), []
+        member = [("peer", edge_stacker())]
+        train(net, GROUP, SEED, STANDARD, None, lambda i, m: seen.append(m), member, ranks)
+        out.put((rank, {k: v.numpy().copy() for k, v in net.state_dict().items()}, seen))
+
+
+@pytest.fixture(scope="module")
+def group() -> dict[int, tuple[dict[str, torch.Tensor], list[dict[str, float]]]]:
+    meeting = rendezvous(2)
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_group_rank, args=(r, meeting.port, out)) for r in (0, 1)]
+    for proc in procs:
+        proc.start()
+    got: dict[int, Any] = {}
+    while len(got) < len(procs):
+        try:
+            rank, state, seen = out.get(timeout=1.0)
+            got[rank] = ({k: torch.from_numpy(v) for k, v in state.items()}, seen)
+        except queue.Empty:
+            assert all(p.is_alive() or p.exitcode == 0 for p in procs), "a rank failed"
+    for proc in procs:
+        proc.join(timeout=30)
+        assert proc.exitcode == 0
+    return got
+
+
+@pytest.mark.slow
+def test_ranks_pool_their_games_and_share_one_fit(group) -> None:
+    (state0, seen0), (state1, seen1) = group[0], group[1]
+    assert all(torch.equal(state0[k], state1[k]) for k in state0)  # rank 0's fit, shared
+    untrained = tiny_net().state_dict()
+    assert any(not torch.equal(state0[k], untrained[k]) for k in state0)
+    assert len(seen0) == len(seen1) == GROUP.iterations
+    fitted = {"losses/policy", "losses/value", "losses/entropy"}
+    for m0, m1 in zip(seen0, seen1, strict=True):
+        assert {k for k in m0 if k.startswith("losses/")} == fitted
+        assert not any(k.startswith("losses/") for k in m1)  # only rank 0 fits
+        timeless = {k for k in m1 if "seconds" not in k}
+        assert {k: m0[k] for k in timeless} == {k: m1[k] for k in timeless}  # the group's, on both
+        for opp in ("self", "peer"):
+            assert sum(m0[f"vs/{opp}/{r}"] for r in ("win", "draw", "loss")) == pytest.approx(1.0)
+    # each rank plays the games a learner alone plays with its seed and its half of the games,
+    # so the group's first iteration holds exactly both halves' decisions
+    alone = replace(GROUP, games=8, ranks=1)
+    member = [("peer", edge_stacker())]
+    halves = [
+        self_play(tiny_net(), alone, torch.Generator().manual_seed(Ranks(r, 2).seed(SEED)), opponents=member)
+        for r in (0, 1)
+    ]
+    assert seen0[0]["charts/decisions"] == sum(len(samples) for samples, _ in halves)
+
+
+def test_a_config_for_two_ranks_does_not_train_alone() -> None:
+    with pytest.raises(ValueError, match="2 ranks"):
+        train(tiny_net(), replace(TINY, ranks=2), SEED)
+    with pytest.raises(ValueError, match="AlphaZero ranks"):
+        replace(TINY, ranks=9)

@@ -224,8 +224,8 @@ def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
     """Moving the configs re-keyed only AlphaZero leagues (their search became a nested
     `SearchConfig`); PPO leagues recorded before it still resume. These are their hashes as
     recorded before the move; the gpu profile has since gained exploiters and the cpu profile
-    two PPO ranks and a bfloat16 trunk, each a new recipe, so their main agent alone on one
-    rank in float32 keeps the old key."""
+    two PPO ranks, a bfloat16 trunk and an AlphaZero-style last generation, each a new recipe,
+    so their main agent alone on one rank in float32, PPO throughout, keeps the old key."""
     expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
     alone = {
         name: replace(
@@ -233,12 +233,17 @@ def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
             roles=("main",),
             ppo=replace(PROFILES[name].ppo, ranks=1),
             net=replace(PROFILES[name].net, precision="float32"),
+            alphazero_from=0,
         ).training_hash()
         for name in expected
     }
     assert alone == expected
     assert PROFILES["cpu"].ppo.ranks == 2 and PROFILES["cpu"].roles == ("main",)
     assert PROFILES["cpu"].net.precision == "bfloat16"
+    # the cpu league is the first seven generations of the cpu-az league: one key
+    cpu, cpu_az = PROFILES["cpu"], PROFILES["cpu-az"]
+    assert cpu.training_hash() == cpu_az.training_hash() and cpu.generations < cpu_az.generations
+    assert [cpu.learner(g) for g in range(1, 8)] == ["ppo"] * 6 + ["alphazero"]
     assert PROFILES["smoke"].training_hash() == expected["smoke"]
 
 

@@ -20,8 +20,8 @@ LAYERS: list[set[str]] = [
     {"game"},  # the rules, the bitboard layout, positions
     {"config", "kernels"},  # every config and profile; compiled game loops
     {"batch"},  # the tensor engine
-    {"bots"},  # the player interface, random and tactical, openings
-    {"net", "solver"},
+    {"bots"},  # the player interface, random, tactical and lookahead, openings
+    {"net", "solver", "ranks"},  # the network; the exact solver; a learner's data-parallel processes
     {"search", "suite"},
     {"match", "elo"},
     {"ppo", "alphazero", "players"},  # the learners (self-play), player specs

@@ -19,7 +19,16 @@ import torch
 
 import c4core.league as league
 from c4core.bots import RandomBot, TacticalBot
-from c4core.config import BOT_NAMES, LeagueConfig, NetConfig, generation_of, profile, role_of
+from c4core.config import (
+    BOT_NAMES,
+    AlphaZeroConfig,
+    LeagueConfig,
+    NetConfig,
+    SearchConfig,
+    generation_of,
+    profile,
+    role_of,
+)
 from c4core.elo import fit_elo
 from c4core.league import (
     GenerationReport,
@@ -557,7 +566,7 @@ def test_a_rank_that_dies_fails_its_learner_by_name_and_saves_nothing(tmp_path: 
 
     store = LocalStore(tmp_path / "s")
     config = replace(RANKED, roles=("main",), ppo=replace(RANKED.ppo, iterations=3))
-    with pytest.raises(RuntimeError, match=r"learner gen1: PPO rank 1 failed: its process died"):
+    with pytest.raises(RuntimeError, match=r"learner gen1: rank 1 failed: its process died"):
         league.train_generation(store, config, 1, ["random", "self"], kill_rank1)
     assert store.snapshot(1) is None
     # the rerun gets a rank of its own in place of the dead one
@@ -576,3 +585,43 @@ def test_a_rank_server_trains_one_learner_after_another_and_carries_nothing_over
     assert first.model.keys() == second.model.keys()
     assert all(torch.equal(first.model[k], second.model[k]) for k in first.model)
     assert psutil.Process(servers[0]).name() == league.IDLE_RANK  # waiting, and named so
+
+
+AZ_RANKED = replace(
+    SMOKE,
+    name="az-ranked",
+    alphazero_from=2,
+    alphazero=AlphaZeroConfig(
+        iterations=2, games=8, search=SearchConfig(simulations=8, root_noise=True), batch_size=64, ranks=2
+    ),
+)
+"""PPO's generation 1 alone, then an AlphaZero-style generation on two ranks."""
+
+
+@pytest.mark.slow
+def test_an_alphazero_generation_trains_on_two_ranks_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worlds: list[int] = []
+    real = league.train_alphazero
+
+    def spy(*args, **kwargs):
+        worlds.append(args[-1].world)  # this process is rank 0; its rank 1 is a rank server
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(league, "train_alphazero", spy)
+    store = LocalStore(tmp_path)
+    seen: list[tuple[str, dict[str, float]]] = []
+    final = run_league(store, AZ_RANKED, on_iteration=lambda member, i, m: seen.append((member, m)))
+    assert worlds == [2]
+    # rank 0 alone records, once an iteration, with the losses of the fit only it makes
+    gen2 = [m for member, m in seen if member == "gen2"]
+    assert len(gen2) == AZ_RANKED.alphazero.iterations and all("losses/policy" in m for m in gen2)
+    assert set(final.fit.ratings) == set(BOT_NAMES) | {"gen1", "gen2"}
+    assert (
+        AZ_RANKED.training_hash()
+        != replace(AZ_RANKED, alphazero=replace(AZ_RANKED.alphazero, ranks=1)).training_hash()
+    )
+    monkeypatch.setattr(league, "train_alphazero", _forbid)
+    monkeypatch.setattr(league, "play_match", _forbid)
+    assert run_league(store, AZ_RANKED).fit.ratings == final.fit.ratings

@@ -27,7 +27,8 @@ from c4core.config import NetConfig, PPOConfig
 from c4core.game import STANDARD
 from c4core.match import play_match
 from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ppo import Rollout, _with_mirror, collect, gae, joined, ppo_update, rendezvous, train
+from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
+from c4core.ranks import joined, rendezvous
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
