@@ -515,7 +515,7 @@ _CPU = LeagueConfig(
     match_games=400,
 )
 """The `cpu` profile: the quick league, six PPO generations and one AlphaZero-style one. The
-`cpu-az` profile is the same recipe run for 24 generations, so it shares the key and goes on
+`cpu-az` profile is the same recipe run for 20 generations, so it shares the key and goes on
 from where a `cpu` league of the same name stopped."""
 
 PROFILES: dict[str, LeagueConfig] = {
@@ -528,7 +528,7 @@ PROFILES: dict[str, LeagueConfig] = {
         gating_games=20,
     ),
     "cpu": _CPU,
-    "cpu-az": replace(_CPU, profile="cpu-az", generations=24),
+    "cpu-az": replace(_CPU, profile="cpu-az", generations=20),
     "gpu": LeagueConfig(
         profile="gpu",
         generations=20,

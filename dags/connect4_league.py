@@ -83,7 +83,7 @@ PARAMS = {
         title="Profile",
         description_md="`smoke` (seconds, for tests), `cpu` (six PPO generations, then one "
         "AlphaZero-style, each learner on two data-parallel ranks: under 10 minutes on 2 cores with "
-        "native bfloat16), `cpu-az` (the `cpu` league run on to 24 generations) or `gpu` (the "
+        "native bfloat16), `cpu-az` (the `cpu` league run on to 20 generations) or `gpu` (the "
         "reference sizing, all three roles; trains on CUDA).",
     ),
     "generations": Param(

@@ -304,9 +304,13 @@ def test_the_mlflow_entry_in_the_navigation_bar_links_to_the_mlflow_ui(
     nav = until(
         browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"), "the nav bar"
     )[0]
+    # the menus render after the bar itself, once the UI has fetched the plugins (seconds on a
+    # loaded machine)
+    menu = "button[aria-label=Browse]"
+    browse = until(browser, lambda d: nav.find_elements(By.CSS_SELECTOR, menu), "the Browse menu")
     # no top-level `<button href>` (what Airflow 3.3.2 makes of an external view outside a menu)
     assert not nav.find_elements(By.CSS_SELECTOR, "button[href]")
-    nav.find_element(By.CSS_SELECTOR, "button[aria-label=Browse]").click()
+    browse[0].click()
 
     def entry(d: Any) -> WebElement | None:
         found = [a for a in d.find_elements(By.CSS_SELECTOR, "[role=menu] a") if a.text.strip() == "MLflow"]
