@@ -15,8 +15,8 @@ The JSON overrides `AlphaZeroConfig` fields, the search's in a nested object suc
 each named bot at every report (4 random opening plies, colours alternated, seed 1, as `c4 match
 ... --seed 1`). Each line: iterations, seconds, the value error on suite positions of plies 4-10
 and 11-20 (mean squared difference between the network's value and the exact result +1/0/-1, all
-positions counted), raw keeps-the-result, searched keeps-the-result, losses, then each bot's
-score (wins, draws half).
+positions counted), raw keeps-the-result, searched keeps-the-result, each bot's score (wins,
+draws half), losses.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ def main() -> None:
         _, values = net.evaluate(boards)
         error = (values - exact) ** 2
         value_error = f"{float(error[early].mean()):8.3f}  {float(error[middle].mean()):8.3f}"
-        raw = evaluate_suite(NetPlayer(net, "net"), suite).total.keeps_rate
-        searched = evaluate_suite(SearchPlayer(net, 256), suite).total.keeps_rate
         player = NetPlayer(net, "net")
+        raw = evaluate_suite(player, suite).total.keeps_rate
+        searched = evaluate_suite(SearchPlayer(net, 256), suite).total.keeps_rate
         against = [play_match(player, BOTS[b](), args.bot_games, seed=1).total.score for b in bots]
         scoring[0] += time.perf_counter() - t
         return f"{value_error}  {raw:9.3f}  {searched:13.3f}" + "".join(f"  {s:.4f}" for s in against)

@@ -249,8 +249,9 @@ class AlphaZeroConfig:
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
     stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
-    shares its weights. Self-play is most of an iteration, so a second rank nearly halves it.
-    Hashed when changed: the games differ with the ranks."""
+    shares its weights. A batched search's time hardly grows with its batch, so ranks pay off on
+    large iterations: two took 1.4-1.5x less time an iteration at 1,024 games, 1.1-1.2x at 256
+    (docs/BENCHMARKS.md). Hashed when changed: the games differ with the ranks."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
