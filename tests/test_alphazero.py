@@ -6,20 +6,19 @@ targets that MCTS-Solver proves."""
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
+from groups import in_group
 
 from c4core.alphazero import Samples, fit, member_player, seat_games, self_play, train
 from c4core.bots import Player
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
 from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ranks import Ranks, joined, rendezvous
+from c4core.ranks import Ranks, joined
 from c4core.search import SearchPlayer
 from c4core.solver import Solver
 
@@ -516,28 +515,13 @@ def _group_rank(rank: int, port: int, out: Any) -> None:
         net, seen = tiny_net(), []
         member = [("peer", edge_stacker())]
         train(net, GROUP, SEED, STANDARD, None, lambda i, m: seen.append(m), member, ranks)
-        out.put((rank, {k: v.numpy().copy() for k, v in net.state_dict().items()}, seen))
+        out.put((rank, ({k: v.numpy().copy() for k, v in net.state_dict().items()}, seen)))
 
 
 @pytest.fixture(scope="module")
 def group() -> dict[int, tuple[dict[str, torch.Tensor], list[dict[str, float]]]]:
-    meeting = rendezvous(2)
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_group_rank, args=(r, meeting.port, out)) for r in (0, 1)]
-    for proc in procs:
-        proc.start()
-    got: dict[int, Any] = {}
-    while len(got) < len(procs):
-        try:
-            rank, state, seen = out.get(timeout=1.0)
-            got[rank] = ({k: torch.from_numpy(v) for k, v in state.items()}, seen)
-        except queue.Empty:
-            assert all(p.is_alive() or p.exitcode == 0 for p in procs), "a rank failed"
-    for proc in procs:
-        proc.join(timeout=30)
-        assert proc.exitcode == 0
-    return got
+    got = in_group(_group_rank)
+    return {r: ({k: torch.from_numpy(v) for k, v in state.items()}, seen) for r, (state, seen) in got.items()}
 
 
 @pytest.mark.slow

@@ -12,14 +12,13 @@ both ranks' decisions, and the replicas stay equal through whole iterations.
 from __future__ import annotations
 
 import math
-import multiprocessing
-import queue
 import time
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
+from groups import in_group
 
 from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot, TacticalBot
@@ -28,7 +27,7 @@ from c4core.game import STANDARD
 from c4core.match import play_match
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
-from c4core.ranks import joined, rendezvous
+from c4core.ranks import joined
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -343,22 +342,7 @@ def group(whole_rollout: Rollout) -> dict[str, list[tuple[dict[str, torch.Tensor
         Rollout(*(getattr(whole_rollout, k)[rows] for k in fields))
         for rows in (slice(0, cut), slice(cut, None))
     ]
-    meeting = rendezvous(2)
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_in_group, args=(r, meeting.port, parts, out)) for r in (0, 1)]
-    for proc in procs:
-        proc.start()
-    got: dict[int, Any] = {}
-    while len(got) < len(procs):
-        try:
-            rank, results = out.get(timeout=1.0)
-            got[rank] = results
-        except queue.Empty:
-            assert all(p.is_alive() or p.exitcode == 0 for p in procs), "a rank failed"
-    for proc in procs:
-        proc.join(timeout=30)
-        assert proc.exitcode == 0
+    got = in_group(_in_group, parts)
     return {
         job: [({k: torch.from_numpy(v) for k, v in got[r][j][0].items()}, got[r][j][1]) for r in (0, 1)]
         for j, job in enumerate(("update", "train"))
