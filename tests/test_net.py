@@ -308,7 +308,11 @@ def test_a_bfloat16_trunk_computes_close_to_float32_with_float32_heads_and_gradi
     assert bool((probs[~legal] == 0).all())
     assert 0 < float((probs - exact_probs).abs().max()) < 0.05
     assert float((values.detach() - exact_values).abs().max()) < 0.05
-    assert float((logits.argmax(1) == exact.argmax(1)).float().mean()) > 0.9
+    # the argmax may differ only where float32's top two logits lie within bfloat16's error
+    error = float((logits.detach() - exact).masked_fill(~legal, 0).abs().max())
+    top_two = exact.topk(2, 1).values
+    clear = top_two[:, 0] - top_two[:, 1] > 2 * error
+    assert bool((logits.argmax(1) == exact.argmax(1))[clear].all()) and float(clear.float().mean()) > 0.5
     # mixed precision: the gradients reach every float32 weight
     (logits.logsumexp(1).sum() + values.sum()).backward()
     assert all(

@@ -24,7 +24,7 @@ from c4core.batch import Boards, mirror_planes
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
 from c4core.game import STANDARD
-from c4core.match import play_match
+from c4core.match import WDL, play_match
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
 from c4core.ranks import joined
@@ -271,18 +271,32 @@ def test_zero_iterations_leave_the_net_alone(net: PolicyValueNet) -> None:
     assert all(torch.equal(v, before[k]) for k, v in net.state_dict().items())
 
 
+def standard_error(record: WDL) -> float:
+    """The standard error of a record's score per game, draws counted as half a point."""
+    n, mean = record.games, record.score
+    second_moment = (record.win + 0.25 * record.draw) / n
+    return math.sqrt(max(second_moment - mean * mean, 0.0) / n)
+
+
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_training_against_random_improves_on_random(precision: str) -> None:
+    """The sampling policy that PPO trains scores better against `random` after training, by
+    at least four standard errors of the difference of the two 1,000-game scores.
+
+    bfloat16 rounds differently on AMX, on AVX-512 BF16 and where it is emulated, so each kind
+    of CPU trains this seed along another trajectory: the expected gain must dwarf both the
+    match noise and that spread (docs/BENCHMARKS.md, "Learning tests on every kind of CPU")."""
     torch.manual_seed(SEED)
     net = PolicyValueNet(replace(TINY, precision=precision))
 
-    def score() -> float:
-        return play_match(NetPlayer(net, greedy=True), RandomBot(), 200, seed=99).total.score
+    def record() -> WDL:
+        return play_match(NetPlayer(net, greedy=False), RandomBot(), 1000, seed=99).total
 
-    before = score()
-    train(net, PPOConfig(iterations=15, games=128), [RandomBot()], seed=SEED)
-    after = score()
-    assert after >= before + 0.03, (before, after)
+    before = record()
+    train(net, PPOConfig(iterations=25, games=128), [RandomBot()], seed=SEED)
+    after = record()
+    margin = 4 * math.hypot(standard_error(before), standard_error(after))
+    assert after.score >= before.score + margin, (before.score, after.score, margin)
 
 
 # ---- data-parallel ranks -----------------------------------------------------------------------
