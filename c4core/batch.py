@@ -132,6 +132,22 @@ class Boards:
     def first_player_to_move(self) -> torch.Tensor:
         return self.ply % 2 == 0
 
+    # ---- the game interface (`c4core.games.base.BatchState`) --------------------------------------
+    def to_move(self) -> torch.Tensor:
+        """[n] int64: 0 where the first player is to move, else 1."""
+        return self.ply % 2
+
+    def returns(self) -> torch.Tensor:
+        """[n, 2] float32: (+1, -1) where the first player won, (-1, +1) where the second did."""
+        first = self.result.float()
+        return torch.stack((first, -first), 1)
+
+    def observation(self) -> torch.Tensor:
+        return self.planes()
+
+    def state(self, i: int) -> Position:
+        return self.position(i)
+
     def planes(self) -> torch.Tensor:
         """[n, NUM_PLANES, rows, cols] float32 network input from each mover's perspective."""
         g = self.geometry

@@ -292,6 +292,26 @@ class Position:
 
         return Position(flip(self.current), flip(self.mask), g, self.won)
 
+    # ---- the game interface (`c4core.games.base.State`) -------------------------------------------
+    def legal_actions(self) -> list[int]:
+        return self.legal_moves()
+
+    def apply(self, action: int) -> Position:
+        return self.play(action)
+
+    def current_player(self) -> int:
+        """0 if the first player is to move, else 1."""
+        return self.ply % 2
+
+    def returns(self) -> tuple[float, float]:
+        """(+1, -1) when the first player has won, (-1, +1) when the second has, else (0, 0)."""
+        if not self.won:
+            return (0.0, 0.0)
+        return (-1.0, 1.0) if self.ply % 2 == 0 else (1.0, -1.0)  # the player who just moved won
+
+    def observation(self) -> np.ndarray:
+        return self.planes()
+
     # ---- views ----------------------------------------------------------------------------------
     def board(self) -> list[list[int]]:
         """Rows top to bottom, 0 empty, 1 first player, 2 second player."""

@@ -51,6 +51,7 @@ a simulation adds at most one node.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -58,9 +59,19 @@ import torch
 from c4core.batch import Boards
 from c4core.bots import Player
 from c4core.config import SearchConfig
-from c4core.game import Geometry, Position, winning_cells
+from c4core.games import BatchState, Game, State, game_of
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.solver import Solver
+
+
+class Evaluator(Protocol):
+    """What the search asks of a network: move probabilities and values for a batch of states
+    (`PolicyValueNet.evaluate`; a test may pass uniform priors)."""
+
+    def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
+        """Probabilities [n, num_actions] (0 on illegal actions) and values [n] in -1..1 for
+        the player to move."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -120,27 +131,33 @@ class SearchResult:
 
 
 def search(
-    net: PolicyValueNet,
-    boards: Boards,
+    net: Evaluator,
+    boards: BatchState,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
     solver: Solver | None = None,
 ) -> BatchSearch:
-    """Search every unfinished game of `boards` (one tree each), `config.max_trees` trees at a time.
+    """Search every unfinished game of `boards` (one tree each, any game), `config.max_trees`
+    trees at a time.
 
     With `config.probe_from`, leaves are probed with `solver`, `config.probe_nodes` nodes each;
     pass one to keep its transposition table warm across calls, else a fresh one is made."""
-    g = boards.geometry
-    if (net.config.rows, net.config.cols) != (g.rows, g.cols):
-        raise ValueError(f"the net is built for {net.config.rows}x{net.config.cols}, not {g.rows}x{g.cols}")
+    game = game_of(boards)
+    if isinstance(net, PolicyValueNet):
+        shape = (net.config.rows, net.config.cols)
+        if shape != game.observation_shape[1:] or net.config.cols != game.num_actions:
+            h, w = game.observation_shape[1:]
+            raise ValueError(f"the net is built for {shape[0]}x{shape[1]}, not {h}x{w}")
     if config.probe_from:
+        if not isinstance(boards, Boards):
+            raise ValueError(f"probing leaves needs the exact solver, which {game.variant} does not have")
         if solver is None:
-            solver = Solver(g)
-        elif solver.geometry != g:
+            solver = Solver(boards.geometry)
+        elif solver.geometry != boards.geometry:
             raise ValueError("the solver's geometry does not match the boards'")
     else:
         solver = None
-    n, cols = len(boards), g.cols
+    n, cols = len(boards), game.num_actions
     out = {
         "visits": np.zeros((n, cols), np.int64),
         "probs": np.zeros((n, cols), np.float64),
@@ -158,11 +175,12 @@ def search(
         # one numpy generator, seeded from the torch one, drives noise and move sampling alike
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         rng = np.random.default_rng(seed)
-        current = boards.current.cpu().numpy()
-        mask = boards.mask.cpu().numpy()
         for lo in range(0, len(live), config.max_trees):
             idx = live[lo : lo + config.max_trees]
-            forest = _Forest(net, g, current[idx], mask[idx], config, rng, solver)
+            capacity = config.simulations + 1
+            tree = _tree_of(game, len(idx) * capacity)
+            tree.place(np.arange(len(idx), dtype=np.int64) * capacity, boards, idx)
+            forest = _Forest(net, tree, game.num_actions, len(idx), config, rng, solver)
             forest.run()
             for key, value in forest.results().items():
                 out[key][idx] = value
@@ -170,8 +188,8 @@ def search(
 
 
 def search_position(
-    net: PolicyValueNet,
-    position: Position,
+    net: Evaluator,
+    position: State,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
     solver: Solver | None = None,
@@ -180,7 +198,7 @@ def search_position(
     `search`)."""
     if position.is_terminal:
         raise ValueError("the game is over: there is no move to search")
-    r = search(net, Boards.from_positions([position]), config, generator, solver)
+    r = search(net, game_of(position).batch_of([position]), config, generator, solver)
     proven = None if np.isnan(r.proven[0]) else int(r.proven[0])
     return SearchResult(
         column=int(r.columns[0]),
@@ -230,32 +248,93 @@ class SearchPlayer(Player):
         return torch.from_numpy(result.columns).to(boards.device)
 
 
+# ---- tree storage ------------------------------------------------------------------------------
+def _tree_of(game: Game, total: int) -> Any:
+    """The game's own tree storage for `total` nodes where it has one, else `StateTree`."""
+    own = getattr(game, "search_tree", None)
+    return own(total) if own is not None else StateTree(game, total)
+
+
+class StateTree:
+    """Tree storage for any game: one scalar `State` per node, through the interface alone.
+
+    It knows exactly only the edges that end the game (their returns, length 1); a game that
+    needs speed registers its own storage as `Game.search_tree` (Connect Four's keeps bitboard
+    arrays, `c4core.games.connect4.tree`)."""
+
+    def __init__(self, game: Game, total: int):
+        self.game = game
+        self.states: list[State | None] = [None] * total
+        self.movers = np.zeros(total, np.int64)
+
+    def place(self, nodes: np.ndarray, batch: BatchState, games: np.ndarray) -> None:
+        for node, i in zip(nodes, games, strict=True):
+            self._put(int(node), batch.state(int(i)))
+
+    def _put(self, node: int, state: State) -> None:
+        self.states[node] = state
+        self.movers[node] = state.current_player()
+
+    def to_move(self, nodes: np.ndarray) -> np.ndarray:
+        return self.movers[nodes]
+
+    def add_children(self, parents: np.ndarray, actions: np.ndarray, children: np.ndarray) -> None:
+        for parent, action, child in zip(parents, actions, children, strict=True):
+            self._put(int(child), self.states[int(parent)].apply(int(action)))
+
+    def expand(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        shape = (len(nodes), self.game.num_actions)
+        legal, exact = np.zeros(shape, bool), np.full(shape, np.nan)
+        for row, node in enumerate(nodes):
+            state = self.states[int(node)]
+            mover = state.current_player()
+            for action in state.legal_actions():
+                legal[row, action] = True
+                after = state.apply(action)
+                if after.is_terminal:
+                    exact[row, action] = after.returns()[mover]
+        return legal, exact, np.ones(shape, np.int64)
+
+    def batch(self, nodes: np.ndarray, device: torch.device) -> BatchState:
+        return self.game.batch_of([self.states[int(n)] for n in nodes], device)
+
+    def probe(
+        self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        raise ValueError(f"{self.game.variant} has no exact solver to probe")
+
+
+def _device_of(net: Evaluator) -> torch.device:
+    """Where the evaluator's weights live (the CPU for one without weights)."""
+    params = getattr(net, "parameters", None)
+    first = next(iter(params()), None) if params is not None else None
+    return first.device if first is not None else torch.device("cpu")
+
+
 # ---- the forest ---------------------------------------------------------------------------------
 class _Forest:
     """Many trees stored in flat numpy arrays, searched in lockstep."""
 
     def __init__(
         self,
-        net: PolicyValueNet,
-        g: Geometry,
-        current: np.ndarray,
-        mask: np.ndarray,
+        net: Evaluator,
+        tree: Any,
+        num_actions: int,
+        trees: int,
         config: SearchConfig,
         rng: np.random.Generator,
         solver: Solver | None = None,
     ):
-        self.net, self.g, self.config, self.rng, self.solver = net, g, config, rng, solver
-        self.device = next(net.parameters()).device
-        b, c = len(current), g.cols
+        self.net, self.tree, self.config, self.rng, self.solver = net, tree, config, rng, solver
+        self.device = _device_of(net)
+        b, c = trees, num_actions
         self.trees = b
         self.capacity = cap = config.simulations + 1
         total = b * cap
-        self.cur = np.zeros(total, np.int64)
-        self.mask = np.zeros(total, np.int64)
-        self.ply = np.zeros(total, np.int64)
         self.node_value = np.zeros(total, np.float64)
         self.node_exact = np.full(total, np.nan)
         self.node_length = np.zeros(total, np.int64)
+        self.mover = np.zeros(total, np.int64)  # the player to move at each node
         self.legal = np.zeros((total, c), bool)
         # 32-bit edge arrays: a 1024-tree chunk at 256 simulations then needs about 60 MB
         self.prior = np.zeros((total, c), np.float32)
@@ -266,12 +345,7 @@ class _Forest:
         self.length = np.zeros((total, c), np.int32)
         self.used = np.ones(b, np.int64)  # slot 0 of every tree is its root
         self.roots = np.arange(b, dtype=np.int64) * cap
-        self.bottom = np.array([g.bottom(i) for i in range(c)], np.int64)
-        self.top = np.array([g.top(i) for i in range(c)], np.int64)
-        self.column = np.array([g.column(i) for i in range(c)], np.int64)
-        self.cur[self.roots] = current
-        self.mask[self.roots] = mask
-        self.ply[self.roots] = [bin(int(m)).count("1") for m in mask]
+        self.mover[self.roots] = tree.to_move(self.roots)
         self.root_prior = np.zeros((b, c))
 
     # ---- main loop ------------------------------------------------------------------------------
@@ -321,6 +395,7 @@ class _Forest:
             node[going[deeper]] = nxt[deeper]
             going = going[deeper]
 
+        nodes, edges = np.stack(path_nodes, 1), np.stack(path_edges, 1)
         grown = np.flatnonzero(new_node >= 0)
         if len(grown):
             made = new_node[grown]
@@ -329,9 +404,10 @@ class _Forest:
             unproven = np.isnan(self.node_exact[made])
             self._evaluate(made[unproven])
             child_value = np.where(unproven, self.node_value[made], self.node_exact[made])
-            leaf_value[grown] = -child_value  # the leaf's parent moves the other way round
+            # the value is for the child's mover: the parent's when it moves again, else negated
+            last = nodes[grown, depth[grown] - 1]
+            leaf_value[grown] = np.where(self.mover[made] == self.mover[last], child_value, -child_value)
 
-        nodes, edges = np.stack(path_nodes, 1), np.stack(path_edges, 1)
         self._backup(nodes, edges, depth, leaf_value)
         proved = grown[~np.isnan(self.node_exact[new_node[grown]])]
         if len(proved):
@@ -356,35 +432,19 @@ class _Forest:
         made = trees * self.capacity + self.used[trees]
         self.used[trees] += 1
         self.child[parents, edges] = made
-        mask = self.mask[parents]
-        self.cur[made] = self.cur[parents] ^ mask  # the opponent becomes the mover
-        self.mask[made] = mask | (mask + self.bottom[edges])
-        self.ply[made] = self.ply[parents] + 1
+        self.tree.add_children(parents, edges, made)
+        self.mover[made] = self.tree.to_move(made)
         return made
 
     def _expand(self, nodes: np.ndarray) -> None:
-        """Legal moves and the exact edges one and two plies down; settle what that proves."""
+        """Legal moves and the edges the game's tree already knows exactly; settle what that
+        proves."""
         if not len(nodes):
             return
-        g = self.g
-        cur, mask = self.cur[nodes], self.mask[nodes]
-        legal = (mask[:, None] & self.top) == 0
-        landing = ((mask[:, None] + self.bottom) & self.column) * legal
-        mine = winning_cells(cur, mask, g)
-        theirs = winning_cells(cur ^ mask, mask, g)
-        possible = (mask + g.bottom_mask) & g.board_mask
-        win = legal & ((landing & mine[:, None]) != 0)
-        full = legal & ~win & ((self.ply[nodes] + 1) == g.cells)[:, None]
-        # after the move, the stone above it becomes playable and the landing cell is taken
-        after = (possible[:, None] & ~landing) | ((landing << 1) & g.board_mask)
-        lose = legal & ~win & ~full & ((theirs[:, None] & ~landing & after) != 0)
-        exact = np.full(win.shape, np.nan)
-        exact[win] = 1.0
-        exact[full] = 0.0
-        exact[lose] = -1.0
+        legal, exact, length = self.tree.expand(nodes)
         self.legal[nodes] = legal
         self.exact[nodes] = exact
-        self.length[nodes] = np.where(lose, 2, 1)
+        self.length[nodes] = length
         self._settle(nodes)
 
     def _settle(self, nodes: np.ndarray) -> np.ndarray:
@@ -412,26 +472,20 @@ class _Forest:
         Roots are never probed, so a proven root always has proven edges to choose from."""
         if self.solver is None:
             return
-        nodes = nodes[np.isnan(self.node_exact[nodes]) & (self.ply[nodes] >= self.config.probe_from)]
+        nodes = nodes[np.isnan(self.node_exact[nodes])]
         if not len(nodes):
             return
-        value = self.solver.scores(
-            self.cur[nodes], self.mask[nodes], self.ply[nodes], weak=True, max_nodes=self.config.probe_nodes
-        )
+        value, length = self.tree.probe(nodes, self.solver, self.config.probe_from, self.config.probe_nodes)
         done = ~np.isnan(value)
         self.node_exact[nodes[done]] = value[done]
-        self.node_length[nodes[done]] = self.g.cells - self.ply[nodes[done]]
+        self.node_length[nodes[done]] = length[done]
 
     @torch.no_grad()
     def _evaluate(self, nodes: np.ndarray) -> None:
         """One network forward for all of `nodes`: priors and values."""
         if not len(nodes):
             return
-        boards = Boards(len(nodes), self.g, self.device)
-        boards.current = torch.from_numpy(self.cur[nodes]).to(self.device)
-        boards.mask = torch.from_numpy(self.mask[nodes]).to(self.device)
-        boards.ply = torch.from_numpy(self.ply[nodes]).to(self.device)
-        probs, value = self.net.evaluate(boards)
+        probs, value = self.net.evaluate(self.tree.batch(nodes, self.device))
         self.prior[nodes] = probs.cpu().numpy()
         self.node_value[nodes] = value.double().cpu().numpy()
 
@@ -447,13 +501,15 @@ class _Forest:
     def _backup(
         self, nodes: np.ndarray, edges: np.ndarray, depth: np.ndarray, leaf_value: np.ndarray
     ) -> None:
-        """Add each simulation's value to every edge on its path, flipping sign every ply."""
+        """Add each simulation's value to every edge on its path, from the view of the player
+        to move at that edge's node: the sign flips wherever the mover differs from the mover at
+        the path's last node (every ply in Connect Four, not after a Dots and Boxes capture)."""
         rows = np.arange(len(depth))
+        last_mover = self.mover[nodes[rows, depth - 1]]
         for d in range(nodes.shape[1]):
             on = depth > d
             r = rows[on]
-            # the value is for the mover at depth-1; d plies above it the sign flips (depth-1-d) times
-            sign = np.where((depth[on] - 1 - d) % 2 == 0, 1.0, -1.0)
+            sign = np.where(self.mover[nodes[r, d]] == last_mover[on], 1.0, -1.0)
             self.visits[nodes[r, d], edges[r, d]] += 1
             self.value_sum[nodes[r, d], edges[r, d]] += sign * leaf_value[on]
 
@@ -464,7 +520,8 @@ class _Forest:
         child = proven
         while len(rows):
             parent, edge = nodes[rows, d], edges[rows, d]
-            self.exact[parent, edge] = -self.node_exact[child]
+            same = self.mover[parent] == self.mover[child]
+            self.exact[parent, edge] = np.where(same, self.node_exact[child], -self.node_exact[child])
             self.length[parent, edge] = 1 + self.node_length[child]
             settled = self._settle(parent) & (d > 0)
             rows, d, child = rows[settled], d[settled] - 1, parent[settled]
@@ -491,7 +548,7 @@ class _Forest:
                 weights = counts[i] ** (1.0 / self.config.temperature)
                 choice[i] = self.rng.choice(len(weights), p=weights / weights.sum())
         columns = np.where(is_proven, proven_choice, choice)
-        one_hot = np.eye(self.g.cols)[columns]
+        one_hot = np.eye(self.legal.shape[1])[columns]
         sums = counts.sum(1, keepdims=True)
         probs = np.where(is_proven[:, None] | (sums == 0), one_hot, counts / np.maximum(sums, 1))
         total = visits.sum(1)

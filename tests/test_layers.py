@@ -1,7 +1,8 @@
 """The layer contract of `c4core`: dependencies point one way, and this file is where that is written.
 
-`LAYERS` lists the package's modules from the bottom up. A module may import modules of lower
-layers only, never one of its own layer or above, so there is no cycle and the low layers stay
+`LAYERS` lists the package's modules and subpackages from the bottom up. A module may import
+modules of lower layers only, never one of its own layer or above (a subpackage's files may
+import each other), so there is no cycle and the low layers stay
 light (`config` loads no torch, `report` knows nothing of MLflow). Every import counts: at the
 top of a module, inside a function, or under ``TYPE_CHECKING``. The README's module table
 follows this order.
@@ -20,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"game"},  # the rules, the bitboard layout, positions
     {"config", "kernels"},  # every config and profile; compiled game loops
     {"batch"},  # the tensor engine
+    {"games"},  # the game interface and the registered games (Connect Four over game and batch)
     {"bots"},  # the player interface, random, tactical and lookahead, openings
     {"net", "solver", "ranks"},  # the network; the exact solver; a learner's data-parallel processes
     {"search", "suite"},
@@ -59,7 +61,16 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def modules() -> list[str]:
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    """The package's top-level modules and subpackages."""
+    files = [p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
+    return sorted(files + [p.parent.name for p in PACKAGE.glob("*/__init__.py")])
+
+
+def sources(module: str) -> list[Path]:
+    """The files of a module: the module itself, or every file of a subpackage."""
+    if (PACKAGE / module).is_dir():
+        return sorted((PACKAGE / module).rglob("*.py"))
+    return [PACKAGE / f"{module}.py"]
 
 
 def test_every_module_has_one_layer() -> None:
@@ -71,9 +82,8 @@ def test_every_module_has_one_layer() -> None:
 @pytest.mark.parametrize("module", modules())
 def test_imports_point_down(module: str) -> None:
     layer = _layer_of()
-    upward = sorted(
-        m for m in imported_modules(PACKAGE / f"{module}.py") if m in layer and layer[m] >= layer[module]
-    )
+    imported = set().union(*(imported_modules(path) for path in sources(module))) - {module}
+    upward = sorted(m for m in imported if m in layer and layer[m] >= layer[module])
     assert not upward, f"c4core.{module} (layer {layer[module]}) imports {upward}, not below it"
 
 
@@ -90,12 +100,12 @@ def test_the_check_sees_imports_inside_functions_and_type_checking(tmp_path: Pat
 
 
 def test_the_package_never_imports_airflow() -> None:
-    for module in modules():
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    for path in [p for m in modules() for p in sources(m)]:
+        tree = ast.parse(path.read_text())
         roots = {
             (a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0]
             for n in ast.walk(tree)
             if isinstance(n, ast.Import | ast.ImportFrom)
             for a in (n.names if isinstance(n, ast.Import) else [n])
         }
-        assert "airflow" not in roots, f"c4core.{module} imports airflow"
+        assert "airflow" not in roots, f"{path} imports airflow"

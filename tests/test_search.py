@@ -14,11 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from exact import first_player_value
 
 from c4core.batch import Boards
 from c4core.bots import RandomBot
 from c4core.config import NetConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import load
 from c4core.match import play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.players import make_player
@@ -338,3 +340,97 @@ def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
         search(net, Boards(1, SMALL))
     with pytest.raises(ValueError, match="game is over"):
         search_position(net, Position.from_moves("1213141"))
+
+
+# ---- any game through the interface: a player who moves again ----------------------------------
+class Oracle:
+    """An evaluator for a board small enough to enumerate: uniform priors over the legal actions,
+    and, with `exact`, every state's true value for its mover (else 0)."""
+
+    def __init__(self, exact: bool):
+        self.exact = exact
+
+    def evaluate(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        legal = batch.legal().float()
+        values = []
+        for i in range(len(batch)):
+            state = batch.state(i)
+            v = first_player_value(state) if self.exact else 0.0
+            values.append(v if state.current_player() == 0 else -v)
+        return legal / legal.sum(1, keepdim=True), torch.tensor(values)
+
+
+def extra_move_positions() -> list:
+    """Dots and Boxes 2x2 positions, with 4 to 6 lines left, at which a box can be taken (so
+    the mover may move twice in a row), plus the empty 1x2 board."""
+    rng = np.random.default_rng(SEED)
+    game = load("dots_and_boxes", rows=2, cols=2)
+    found = []
+    while len(found) < 12:
+        state = game.new_state()
+        for _ in range(int(rng.integers(6, 9))):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        if state.is_terminal:
+            continue
+        movers = {state.apply(a).current_player() for a in state.legal_actions()}
+        if movers == {0, 1}:  # some move keeps the turn, some passes it
+            found.append(state)
+    return [load("dots_and_boxes", rows=1, cols=2).new_state(), *found]
+
+
+@pytest.fixture(scope="module")
+def dots_positions() -> list:
+    return extra_move_positions()
+
+
+def test_search_proves_exact_values_when_a_player_moves_twice(dots_positions: list) -> None:
+    """MCTS-Solver backs proofs up by the player to move: each root and each root move proven
+    is the exhaustive minimax value, from the view of the player to move at the root."""
+    for state in dots_positions:
+        r = search_position(Oracle(exact=False), state, SearchConfig(simulations=20_000))
+        mover = state.current_player()
+        exact = first_player_value(state) * (1 if mover == 0 else -1)
+        assert r.proven == exact, str(state)
+        for action, proven in enumerate(r.move_proven):
+            if proven is not None:
+                after = state.apply(action)
+                sign = 1 if after.current_player() == mover else -1
+                child = first_player_value(after) * (1 if after.current_player() == 0 else -1)
+                assert proven == sign * child
+        assert r.move_proven[r.column] == exact  # it plays a move that keeps the value
+
+
+def test_a_fresh_leaf_is_valued_from_the_view_of_its_parents_mover(dots_positions: list) -> None:
+    """One simulation expands one root move; with every state valued exactly, the root's value
+    is the mean of its own value and that child's, negated only when the turn passed."""
+    for state in dots_positions[1:]:
+        r = search_position(Oracle(exact=True), state, SearchConfig(simulations=1))
+        root = first_player_value(state) * (1 if state.current_player() == 0 else -1)
+        assert r.net_value == pytest.approx(root)
+        if r.proven is not None:
+            continue
+        (move,) = np.flatnonzero(r.visits)
+        after = state.apply(int(move))
+        child = first_player_value(after) * (1 if state.current_player() == 0 else -1)
+        assert r.value == pytest.approx((root + child) / 2)
+
+
+def test_backup_flips_the_sign_where_the_mover_changes_not_every_ply() -> None:
+    """A path root -> n1 -> n2 where the root's mover takes a box at the root and moves again
+    at n1: a value v for the mover at n2 counts -v at n1 and at the root, and +v at n2."""
+    from c4core.search import StateTree, _Forest
+
+    game = load("dots_and_boxes", rows=1, cols=2)
+    tree = StateTree(game, 8)
+    forest = _Forest(Oracle(exact=False), tree, game.num_actions, 1, SearchConfig(simulations=7), None)
+    forest.mover[:4] = [0, 0, 1, 1]  # root and n1: player 0; n2: player 1
+    nodes, edges = np.array([[0, 1, 2]]), np.array([[3, 4, 5]])
+    forest._backup(nodes, edges, np.array([3]), np.array([0.5]))
+    assert forest.value_sum[0, 3] == forest.value_sum[1, 4] == -0.5
+    assert forest.value_sum[2, 5] == 0.5
+    assert forest.visits[0, 3] == forest.visits[1, 4] == forest.visits[2, 5] == 1
+
+
+def test_search_refuses_probes_on_a_game_without_a_solver(dots_positions: list) -> None:
+    with pytest.raises(ValueError, match="no exact solver|does not have"):
+        search_position(Oracle(exact=False), dots_positions[1], SearchConfig(simulations=4, probe_from=2))

@@ -1,0 +1,58 @@
+"""Games as plug-ins: the registry of every game the league can play.
+
+A game is a package of its own (`connect4/`, `dots_and_boxes/`) that implements the interface
+in `c4core.games.base`; `load` builds one from its name and parameters, as a league config or a
+command line names it. Games never import algorithms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from c4core.games.base import BatchState, Game, State, Symmetry
+from c4core.games.connect4 import ConnectFour
+from c4core.games.dots_and_boxes import DotsAndBoxes
+
+__all__ = [
+    "GAMES",
+    "BatchState",
+    "ConnectFour",
+    "DotsAndBoxes",
+    "Game",
+    "State",
+    "Symmetry",
+    "game_of",
+    "load",
+]
+
+GAMES: dict[str, Callable[..., Game]] = {
+    ConnectFour.name: ConnectFour.from_params,
+    DotsAndBoxes.name: DotsAndBoxes.from_params,
+}
+"""Every registered game: its name, and a factory taking its parameters as keywords."""
+
+
+def load(name: str, **params: int) -> Game:
+    """The game `name` with `params` (its defaults for the rest); `ValueError` for an unknown
+    game, an unknown parameter or a bad value."""
+    if name not in GAMES:
+        raise ValueError(f"unknown game {name!r}: choose one of {', '.join(sorted(GAMES))}")
+    try:
+        return GAMES[name](**params)
+    except TypeError as e:  # an unknown keyword
+        raise ValueError(f"bad parameters for {name}: {e}") from None
+
+
+def game_of(states: Any) -> Game:
+    """The game that a batch or a scalar state belongs to, with its parameters."""
+    from c4core.game import Geometry
+    from c4core.games.dots_and_boxes.rules import Boxes
+
+    geometry = getattr(states, "geometry", None)
+    if isinstance(geometry, Geometry):  # Connect Four's `Position` and `Boards`
+        return ConnectFour(geometry)
+    boxes = getattr(states, "boxes", None)
+    if isinstance(boxes, Boxes):
+        return DotsAndBoxes(boxes)
+    raise ValueError(f"{type(states).__name__} is not a state of any registered game")

@@ -1,0 +1,186 @@
+"""The game interface: what an algorithm may ask of a game, after OpenSpiel's game and state API.
+
+A game is a description (`Game`) plus two views of its positions: a scalar `State` for serving,
+the app and tests, and a `BatchState` that steps thousands of games at once as tensors for
+self-play and matches. Algorithms (players, the net, search, matches, learners) use only what
+is written here, so games never import algorithms and an algorithm works for every game.
+
+Every game is two-player and zero-sum. Players are numbered 0 (moves first) and 1, and the
+player to move is always asked (`State.current_player`, `BatchState.to_move`), never derived
+from the move number: in Dots and Boxes a player who completes a box moves again.
+
+`tests/test_games.py` is the contract's conformance test; every registered game passes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # torch is imported where it is used, so a rules-only command starts fast
+    import numpy as np
+    import torch
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """One symmetry of a game: a relabelling of board cells and of actions that maps every
+    game to an equally good game (Connect Four's left-right mirror; a square board's rotations
+    and reflections)."""
+
+    name: str
+    """Short name: "identity", "mirror", "rot90", ..."""
+    cells: tuple[int, ...]
+    """Permutation of the observation's board cells, flattened row-major over its last two
+    dimensions: cell ``i`` of the transformed observation is cell ``cells[i]`` of the original."""
+    actions: tuple[int, ...]
+    """Permutation of actions: action ``a`` of a game is action ``actions[a]`` of its image."""
+
+    def observation(self, obs: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+        """The image of observations ``[..., H, W]`` (numpy or torch) under this symmetry."""
+        flat = obs.reshape(*obs.shape[:-2], -1)
+        return flat[..., list(self.cells)].reshape(obs.shape)
+
+    def policy(self, probs: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+        """The image of per-action values ``[..., num_actions]``: the value of action ``a`` moves
+        to action ``actions[a]``."""
+        inverse = [0] * len(self.actions)
+        for a, b in enumerate(self.actions):
+            inverse[b] = a
+        return probs[..., inverse]
+
+
+@runtime_checkable
+class State(Protocol):
+    """One position, immutable: `apply` returns the next state and leaves this one as it was."""
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the game is over."""
+        ...
+
+    def legal_actions(self) -> list[int]:
+        """The legal actions in increasing order; empty exactly when the game is over."""
+        ...
+
+    def apply(self, action: int) -> State:
+        """The state after the player to move takes `action`; `ValueError` when it is illegal
+        or the game is over."""
+        ...
+
+    def current_player(self) -> int:
+        """The player to move, 0 or 1 (not meaningful once the game is over)."""
+        ...
+
+    def returns(self) -> tuple[float, float]:
+        """Each player's result, +1 win, 0 draw, -1 loss, summing to 0; (0, 0) before the end."""
+        ...
+
+    def observation(self) -> np.ndarray:
+        """The network's input for this state from the mover's side: float32
+        `Game.observation_shape`."""
+        ...
+
+
+@runtime_checkable
+class BatchState(Protocol):
+    """A batch of games stepped together as tensors, on any torch device. Finished games ignore
+    further actions, so callers step the whole batch at once."""
+
+    done: torch.Tensor
+    """[n] bool: finished games."""
+    device: torch.device
+    """Where the tensors live."""
+
+    def __len__(self) -> int: ...
+
+    def legal(self) -> torch.Tensor:
+        """[n, num_actions] bool: the legal actions, all False for finished games."""
+        ...
+
+    def play(self, actions: torch.Tensor, where: torch.Tensor | None = None) -> None:
+        """The player to move takes `actions` [n] in every unfinished game (of those `where`
+        marks, [n] bool, when given); `ValueError` when any such action is illegal, so no player
+        can sneak an illegal move into a record."""
+        ...
+
+    def to_move(self) -> torch.Tensor:
+        """[n] int64: the player to move in each game, 0 or 1."""
+        ...
+
+    def returns(self) -> torch.Tensor:
+        """[n, 2] float32: each player's result as in `State.returns`; zeros for unfinished games."""
+        ...
+
+    def observation(self) -> torch.Tensor:
+        """[n, *observation_shape] float32: the network input from each mover's side."""
+        ...
+
+    def select(self, idx: torch.Tensor) -> BatchState:
+        """A new batch holding copies of the games at `idx`."""
+        ...
+
+    def state(self, i: int) -> State:
+        """Game `i` as a scalar `State`."""
+        ...
+
+
+@runtime_checkable
+class Game(Protocol):
+    """A game's description, and the factory of its states."""
+
+    name: str
+    """The game's registry name, e.g. "connect4" or "dots_and_boxes"."""
+    num_actions: int
+    """Number of distinct actions; an action is an int in ``range(num_actions)``."""
+    observation_shape: tuple[int, int, int]
+    """(planes, height, width) of one observation."""
+    max_game_length: int
+    """The most actions a game can last."""
+
+    @property
+    def params(self) -> Mapping[str, int]:
+        """The game's parameters (Connect Four: rows, cols, connect); with `name` they build it
+        again through `c4core.games.load`."""
+        ...
+
+    @property
+    def variant(self) -> str:
+        """A name for the game and its parameters together, e.g. "connect4" (the standard
+        board) or "connect3-4x4": champions and ratings never mix variants."""
+        ...
+
+    @property
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """Every symmetry of the game, the identity first."""
+        ...
+
+    def new_state(self) -> State:
+        """The initial state."""
+        ...
+
+    def new_batch(self, n: int, device: str | torch.device = "cpu") -> BatchState:
+        """`n` games at the initial state."""
+        ...
+
+    def batch_of(self, states: Sequence[State], device: str | torch.device = "cpu") -> BatchState:
+        """A batch holding the given states."""
+        ...
+
+    def parse_action(self, text: str) -> int:
+        """An action typed in the game's move notation; `ValueError` saying what is expected."""
+        ...
+
+    def format_action(self, action: int) -> str:
+        """An action in the game's move notation (the inverse of `parse_action`)."""
+        ...
+
+    def state_from_moves(self, moves: str) -> State:
+        """Replay a move string (`moves_string`'s format) from the initial state; `ValueError`
+        naming the first bad or illegal move."""
+        ...
+
+    def moves_string(self, actions: Sequence[int]) -> str:
+        """A sequence of actions as one move string."""
+        ...

@@ -1,0 +1,119 @@
+"""Dots and Boxes on R x C boxes behind the game interface: a player who completes a box moves
+again, so the player to move is a state's own field, never the move number's parity.
+
+The rules and the scalar state are in `rules` (its docstring draws the line numbering), the
+tensor engine in `batch`. An action is a line number; the move notation is ``h<r>,<c>`` and
+``v<r>,<c>``. A square board has the eight symmetries of the square, a rectangle four.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from c4core.games.base import Symmetry
+from c4core.games.dots_and_boxes.rules import NUM_PLANES, Boxes, DotsState
+
+if TYPE_CHECKING:
+    import torch
+
+    from c4core.games.dots_and_boxes.batch import DotsBoards
+
+
+@dataclass(frozen=True)
+class DotsAndBoxes:
+    """Dots and Boxes (`Game`) on `boxes`."""
+
+    boxes: Boxes = field(default_factory=Boxes)
+    """Board size in boxes; the default is 3x3."""
+
+    name = "dots_and_boxes"
+
+    @classmethod
+    def from_params(cls, rows: int = 3, cols: int = 3) -> DotsAndBoxes:
+        return cls(Boxes(rows=rows, cols=cols))
+
+    @property
+    def params(self) -> Mapping[str, int]:
+        return {"rows": self.boxes.rows, "cols": self.boxes.cols}
+
+    @property
+    def variant(self) -> str:
+        return f"dots-and-boxes-{self.boxes.rows}x{self.boxes.cols}"
+
+    @property
+    def num_actions(self) -> int:
+        return self.boxes.lines
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        return (NUM_PLANES, *self.boxes.grid)
+
+    @property
+    def max_game_length(self) -> int:
+        return self.boxes.lines
+
+    @cached_property
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        height, width = self.boxes.grid
+        maps = {
+            "identity": lambda y, x: (y, x),
+            "flip-rows": lambda y, x: (height - 1 - y, x),
+            "flip-cols": lambda y, x: (y, width - 1 - x),
+            "rot180": lambda y, x: (height - 1 - y, width - 1 - x),
+        }
+        if height == width:
+            maps |= {
+                "transpose": lambda y, x: (x, y),
+                "anti-transpose": lambda y, x: (width - 1 - x, height - 1 - y),
+                "rot90": lambda y, x: (x, height - 1 - y),
+                "rot270": lambda y, x: (width - 1 - x, y),
+            }
+        line_at = {cell: a for a, cell in enumerate(self.boxes.line_cells)}
+        out = []
+        for name, f in maps.items():
+            cells = [0] * (height * width)
+            for y in range(height):
+                for x in range(width):
+                    ty, tx = f(y, x)
+                    cells[ty * width + tx] = y * width + x  # the image's cell f(p) shows cell p
+            actions = tuple(line_at[f(*cell)] for cell in self.boxes.line_cells)
+            out.append(Symmetry(name, tuple(cells), actions))
+        return tuple(out)
+
+    def new_state(self) -> DotsState:
+        return DotsState(self.boxes)
+
+    def new_batch(self, n: int, device: str | torch.device = "cpu") -> DotsBoards:
+        from c4core.games.dots_and_boxes.batch import DotsBoards
+
+        return DotsBoards(n, self.boxes, device)
+
+    def batch_of(self, states: Sequence[DotsState], device: str | torch.device = "cpu") -> DotsBoards:
+        from c4core.games.dots_and_boxes.batch import DotsBoards
+
+        return DotsBoards.from_states(list(states), self.boxes, device)
+
+    def parse_action(self, text: str) -> int:
+        return self.boxes.parse_action(text)
+
+    def format_action(self, action: int) -> str:
+        return self.boxes.format_action(action)
+
+    def state_from_moves(self, moves: str) -> DotsState:
+        if not isinstance(moves, str):
+            raise ValueError(
+                f"moves must be a string of lines such as 'h0,0 v0,1', got {type(moves).__name__}"
+            )
+        state = self.new_state()
+        for i, text in enumerate(moves.split()):
+            action = self.parse_action(text)
+            if state.lines >> action & 1:
+                raise ValueError(f"move {i + 1} of {moves!r} is illegal: {text} is already drawn")
+            state = state.apply(action)
+        return state
+
+    def moves_string(self, actions: Sequence[int]) -> str:
+        return " ".join(self.format_action(int(a)) for a in actions)

@@ -1,0 +1,122 @@
+"""Batched Dots and Boxes: thousands of games stepped together as int64 line bitboards.
+
+Same numbering and rules as `c4core.games.dots_and_boxes.rules` (see the diagram there). A
+box is closed when all four bits of its mask are drawn; the boxes a move closes are those closed
+after it and not before, and when there are any the mover keeps the move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from c4core.games.dots_and_boxes.rules import NUM_PLANES, Boxes, DotsState
+
+
+class DotsBoards:
+    """A batch of Dots and Boxes games (`c4core.games.base.BatchState`), on any torch device."""
+
+    def __init__(self, n: int, boxes: Boxes, device: str | torch.device = "cpu"):
+        self.boxes = boxes
+        self.device = torch.device(device)
+        t = dict(dtype=torch.int64, device=self.device)
+        self.lines = torch.zeros(n, **t)
+        self.owned = torch.zeros(n, 2, **t)  # each player's boxes, as bitmasks
+        self.player = torch.zeros(n, **t)
+        self.done = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self._masks = torch.tensor(boxes.box_masks, **t)
+        self._box_bits = 1 << torch.arange(boxes.boxes, **t)
+        self._line_bits = 1 << torch.arange(boxes.lines, **t)
+        height, width = boxes.grid
+        self._line_at = torch.tensor([y * width + x for y, x in boxes.line_cells], **t)
+        self._box_at = torch.tensor([y * width + x for y, x in boxes.box_cells], **t)
+
+    def __len__(self) -> int:
+        return self.lines.shape[0]
+
+    @classmethod
+    def from_states(
+        cls, states: Sequence[DotsState], boxes: Boxes, device: str | torch.device = "cpu"
+    ) -> DotsBoards:
+        b = cls(len(states), boxes, device)
+        if states:
+            b.lines = torch.tensor([s.lines for s in states], dtype=torch.int64, device=b.device)
+            b.owned = torch.tensor([list(s.owned) for s in states], dtype=torch.int64, device=b.device)
+            b.player = torch.tensor([s.player for s in states], dtype=torch.int64, device=b.device)
+            b.done = b.lines == boxes.all_lines
+        return b
+
+    def state(self, i: int) -> DotsState:
+        return DotsState(
+            self.boxes,
+            int(self.lines[i]),
+            (int(self.owned[i, 0]), int(self.owned[i, 1])),
+            int(self.player[i]),
+        )
+
+    def select(self, idx: torch.Tensor) -> DotsBoards:
+        b = DotsBoards.__new__(DotsBoards)
+        b.__dict__.update(self.__dict__)
+        for name in ("lines", "owned", "player", "done"):
+            setattr(b, name, getattr(self, name)[idx].clone())
+        return b
+
+    def completed(self, lines: torch.Tensor) -> torch.Tensor:
+        """[n] int64: the boxes closed by `lines`, as bitmasks."""
+        closed = (lines.unsqueeze(1) & self._masks) == self._masks
+        return (closed * self._box_bits).sum(1)
+
+    def legal(self) -> torch.Tensor:
+        return ((self.lines.unsqueeze(1) & self._line_bits) == 0) & ~self.done.unsqueeze(1)
+
+    def play(self, actions: torch.Tensor, where: torch.Tensor | None = None) -> None:
+        active = ~self.done if where is None else ~self.done & where.to(self.device)
+        actions = actions.to(self.device, torch.int64)
+        ok = (actions >= 0) & (actions < self.boxes.lines)
+        bit = self._line_bits[actions.clamp(0, self.boxes.lines - 1)]
+        ok &= (self.lines & bit) == 0
+        if bool((active & ~ok).any()):
+            bad = int(torch.nonzero(active & ~ok)[0, 0])
+            raise ValueError(f"illegal move: line {int(actions[bad])} in game {bad}")
+        lines = torch.where(active, self.lines | bit, self.lines)
+        new = self.completed(lines) & ~self.completed(self.lines)
+        mover = self.player.unsqueeze(1) == torch.arange(2, device=self.device)
+        self.owned = self.owned | torch.where(mover, new.unsqueeze(1), 0)
+        self.player = torch.where(active & (new == 0), 1 - self.player, self.player)
+        self.lines = lines
+        self.done = self.lines == self.boxes.all_lines
+
+    def to_move(self) -> torch.Tensor:
+        return self.player.clone()
+
+    def counts(self) -> torch.Tensor:
+        """[n, 2] int64: the boxes each player owns."""
+        return ((self.owned.unsqueeze(2) & self._box_bits) != 0).sum(2)
+
+    def margin(self) -> torch.Tensor:
+        """[n] int64: the first player's boxes minus the second's."""
+        c = self.counts()
+        return c[:, 0] - c[:, 1]
+
+    def returns(self) -> torch.Tensor:
+        first = torch.where(self.done, torch.sign(self.margin()), 0).float()
+        return torch.stack((first, -first), 1)
+
+    def observation(self) -> torch.Tensor:
+        n, (height, width) = len(self), self.boxes.grid
+        out = torch.zeros(n, NUM_PLANES, height * width, device=self.device)
+        drawn = (self.lines.unsqueeze(1) & self._line_bits) != 0
+        out[:, 0, self._line_at] = drawn.float()
+        rows = torch.arange(n, device=self.device)
+        mine, theirs = self.owned[rows, self.player], self.owned[rows, 1 - self.player]
+        out[:, 1, self._box_at] = ((mine.unsqueeze(1) & self._box_bits) != 0).float()
+        out[:, 2, self._box_at] = ((theirs.unsqueeze(1) & self._box_bits) != 0).float()
+        sides = (
+            (self.lines.unsqueeze(1).unsqueeze(2) & self._masks.unsqueeze(1))
+            >> torch.arange(self.boxes.lines, device=self.device)
+            & 1
+        ).sum(2)
+        out[:, 3, self._box_at] = (sides == 3).float()
+        out[:, 4] = 1
+        return out.view(n, NUM_PLANES, height, width)

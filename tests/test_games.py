@@ -1,0 +1,182 @@
+"""The game interface's conformance test (`c4core.games`): every registered game must pass it.
+
+For each game, on a few boards: random playouts step a batch and the scalar states side by
+side and agree move by move (legal actions, the player to move, the end, returns and
+observations); returns are zero-sum and zero before the end; the legal set is never empty
+before the end and always empty after it; move notation round-trips and bad moves are refused
+with a clear `ValueError`; and every symmetry maps legal actions to legal actions, observations
+to the permuted observation, and results to equal results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from c4core.games import GAMES, BatchState, Game, State, load
+
+BOARDS: list[tuple[str, dict[str, int]]] = [
+    ("connect4", {}),
+    ("connect4", {"rows": 4, "cols": 4, "connect": 3}),
+    ("connect4", {"rows": 3, "cols": 3, "connect": 3}),
+    ("dots_and_boxes", {"rows": 1, "cols": 2}),
+    ("dots_and_boxes", {"rows": 2, "cols": 3}),
+    ("dots_and_boxes", {"rows": 3, "cols": 3}),
+]
+"""The boards each game is checked on: the default and smaller ones, squares and rectangles."""
+
+GAMES_ON_BOARDS = [load(name, **params) for name, params in BOARDS]
+PLAYOUTS = 200
+
+
+def ids(game: Game) -> str:
+    return game.variant
+
+
+def test_every_registered_game_is_checked() -> None:
+    assert {name for name, _ in BOARDS} == set(GAMES)
+
+
+def random_playouts(game: Game, n: int, seed: int) -> tuple[list[list[int]], list[list[State]]]:
+    """`n` random games through the scalar states: each game's actions and its states."""
+    rng = np.random.default_rng(seed)
+    all_actions, all_states = [], []
+    for _ in range(n):
+        state, actions, states = game.new_state(), [], [game.new_state()]
+        while not state.is_terminal:
+            action = int(rng.choice(state.legal_actions()))
+            state = state.apply(action)
+            actions.append(action)
+            states.append(state)
+        all_actions.append(actions)
+        all_states.append(states)
+    return all_actions, all_states
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_the_game_and_its_states_follow_the_protocols(game: Game) -> None:
+    assert isinstance(game, Game)
+    assert isinstance(game.new_state(), State)
+    assert isinstance(game.new_batch(2), BatchState)
+    assert load(game.name, **game.params) == game
+    assert game.symmetries[0].name == "identity"
+    assert game.new_state().observation().shape == game.observation_shape
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_batched_and_scalar_states_agree_move_by_move(game: Game) -> None:
+    actions, states = random_playouts(game, PLAYOUTS, seed=1)
+    batch = game.new_batch(PLAYOUTS)
+    longest = max(len(a) for a in actions)
+    for ply in range(longest + 1):
+        now = [s[min(ply, len(s) - 1)] for s in states]
+        legal = batch.legal()
+        assert legal.shape == (PLAYOUTS, game.num_actions)
+        for i, state in enumerate(now):
+            assert legal[i].nonzero().flatten().tolist() == state.legal_actions()
+            assert bool(batch.done[i]) == state.is_terminal
+            assert tuple(batch.returns()[i].tolist()) == state.returns()
+            if not state.is_terminal:
+                assert int(batch.to_move()[i]) == state.current_player()
+        obs = batch.observation()
+        assert obs.shape == (PLAYOUTS, *game.observation_shape) and obs.dtype == torch.float32
+        live = [i for i, s in enumerate(now) if not s.is_terminal]
+        expected = np.stack([now[i].observation() for i in live]) if live else np.zeros((0,))
+        assert np.array_equal(obs[live].numpy(), expected.reshape(obs[live].shape))
+        step = torch.tensor([a[ply] if ply < len(a) else 0 for a in actions])
+        batch.play(step)
+    assert bool(batch.done.all())
+    # a batch built from the scalar states is the same batch
+    rebuilt = game.batch_of([s[len(s) // 2] for s in states])
+    assert [rebuilt.state(i) for i in range(PLAYOUTS)] == [s[len(s) // 2] for s in states]
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_returns_are_zero_sum_and_legal_moves_last_exactly_until_the_end(game: Game) -> None:
+    actions, states = random_playouts(game, PLAYOUTS, seed=2)
+    seen = set()
+    for playout in states:
+        for state in playout[:-1]:
+            assert state.legal_actions() and state.returns() == (0.0, 0.0)
+            assert state.current_player() in (0, 1)
+        end = playout[-1]
+        assert end.legal_actions() == []
+        assert sum(end.returns()) == 0 and end.returns()[0] in (-1.0, 0.0, 1.0)
+        seen.add(end.returns())
+        assert len(playout) - 1 <= game.max_game_length
+    assert len(seen) >= 2  # random play reaches more than one kind of result
+    with pytest.raises(ValueError):
+        states[0][-1].apply(0)
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_illegal_actions_are_refused_by_both_views(game: Game) -> None:
+    state = game.new_state().apply(0)
+    if 0 not in state.legal_actions():
+        with pytest.raises(ValueError):
+            state.apply(0)
+    for bad in (-1, game.num_actions):
+        with pytest.raises(ValueError):
+            state.apply(bad)
+    batch = game.batch_of([state, game.new_state()])
+    with pytest.raises(ValueError, match="illegal"):
+        batch.play(torch.tensor([game.num_actions, 0]))
+    assert batch.state(0) == state  # nothing was played
+    # a finished game ignores what it is given
+    _, states = random_playouts(game, 1, seed=3)
+    done = game.batch_of([states[0][-1]])
+    done.play(torch.tensor([0]))
+    assert done.state(0) == states[0][-1]
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_move_notation_round_trips_and_bad_moves_say_what_is_expected(game: Game) -> None:
+    for action in range(game.num_actions):
+        assert game.parse_action(game.format_action(action)) == action
+    actions, states = random_playouts(game, 20, seed=4)
+    for played, playout in zip(actions, states, strict=True):
+        assert game.state_from_moves(game.moves_string(played)) == playout[-1]
+        assert game.state_from_moves(game.moves_string(played[:3])) == playout[min(3, len(played))]
+    for bad in ("", "x", "99", "h9,9", "-1", "1.5"):
+        with pytest.raises(ValueError, match=r"\S"):
+            game.parse_action(bad)
+    with pytest.raises(ValueError):
+        game.format_action(game.num_actions)
+    twice = game.moves_string([0, 0])
+    if 0 not in game.new_state().apply(0).legal_actions():
+        with pytest.raises(ValueError, match="move 2"):
+            game.state_from_moves(twice)
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_symmetries_map_games_to_equal_games(game: Game) -> None:
+    syms = game.symmetries
+    assert len({s.actions for s in syms}) == len(syms)  # all distinct
+    for s in syms:
+        assert sorted(s.actions) == list(range(game.num_actions))
+        assert sorted(s.cells) == list(range(game.observation_shape[1] * game.observation_shape[2]))
+    actions, states = random_playouts(game, 30, seed=5)
+    for played, playout in zip(actions, states, strict=True):
+        for s in syms:
+            image = game.new_state()
+            for action, state in zip(played, playout, strict=False):
+                assert sorted(s.actions[a] for a in state.legal_actions()) == image.legal_actions()
+                assert image.current_player() == state.current_player()
+                assert np.array_equal(image.observation(), s.observation(state.observation()))
+                image = image.apply(s.actions[action])
+            assert image.is_terminal and image.returns() == playout[-1].returns()
+    # the policy map moves each action's value to its image
+    for s in syms:
+        values = torch.arange(game.num_actions, dtype=torch.float32)
+        moved = s.policy(values)
+        assert all(moved[s.actions[a]] == a for a in range(game.num_actions))
+
+
+def test_unknown_games_and_parameters_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="unknown game 'chess'.*connect4"):
+        load("chess")
+    with pytest.raises(ValueError, match="bad parameters for connect4"):
+        load("connect4", depth=3)
+    with pytest.raises(ValueError, match="at least one row"):
+        load("dots_and_boxes", rows=0)

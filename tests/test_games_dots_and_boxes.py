@@ -1,0 +1,89 @@
+"""Dots and Boxes behind the game interface (`c4core.games.dots_and_boxes`): its rules checked
+against OpenSpiel's `dots_and_boxes` (a test-only dependency) move by move, including the extra
+move after a completed box, and its known values by exhaustive minimax (box margins for the
+first player: -1 on 1x1, 0 on 1x2, +2 on 2x2), which OpenSpiel's own minimax confirms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from exact import first_player_value
+
+from c4core.games import DotsAndBoxes, load
+from c4core.games.dots_and_boxes.rules import Boxes, DotsState
+
+pyspiel = pytest.importorskip("pyspiel")
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (1, 2), (2, 2), (2, 3), (3, 3)])
+def test_random_games_agree_with_openspiel_move_by_move(rows: int, cols: int) -> None:
+    ours = load("dots_and_boxes", rows=rows, cols=cols)
+    theirs = pyspiel.load_game(f"dots_and_boxes(num_rows={rows},num_cols={cols})")
+    assert theirs.num_distinct_actions() == ours.num_actions
+    rng = np.random.default_rng(rows * 10 + cols)
+    again = 0
+    for _ in range(600):
+        state, spiel = ours.new_state(), theirs.new_initial_state()
+        while True:
+            assert state.is_terminal == spiel.is_terminal()
+            assert state.returns() == tuple(spiel.returns())
+            if state.is_terminal:
+                break
+            assert state.legal_actions() == spiel.legal_actions()
+            assert state.current_player() == spiel.current_player()
+            action = int(rng.choice(state.legal_actions()))
+            move = ours.format_action(action)  # h0,1 is OpenSpiel's P1(h,0,1)
+            assert f"({move[0]},{move[1:]})" in spiel.action_to_string(spiel.current_player(), action)
+            before = state.current_player()
+            state, _ = state.apply(action), spiel.apply_action(action)
+            again += not state.is_terminal and state.current_player() == before
+    assert again > 0 or rows * cols == 1  # the games did include extra moves (1x1 ends with its box)
+
+
+def margin(state: DotsState) -> float:
+    return float(state.margin())
+
+
+@pytest.mark.parametrize("rows,cols,value", [(1, 1, -1), (1, 2, 0), (2, 2, 2)])
+def test_known_values_by_minimax_ours_and_openspiels(rows: int, cols: int, value: int) -> None:
+    from open_spiel.python.algorithms import minimax
+
+    assert first_player_value(load("dots_and_boxes", rows=rows, cols=cols).new_state(), margin) == value
+    spiel = pyspiel.load_game(f"dots_and_boxes(num_rows={rows},num_cols={cols},utility_margin=true)")
+    assert minimax.alpha_beta_search(spiel)[0] == value
+
+
+def test_a_completed_box_gives_another_move_in_both_views() -> None:
+    game = DotsAndBoxes(Boxes(1, 2))
+    # A draws the left box's top and left sides, B its bottom; A closes it with v0,1 and moves on
+    state = game.state_from_moves("h0,0 h1,0 v0,0")
+    assert state.current_player() == 1
+    closed = state.apply(game.parse_action("v0,1"))
+    assert closed.current_player() == 1 and closed.margin() == -1
+    assert closed.observation()[2].sum() == 0 and closed.observation()[1].sum() == 1  # B's view
+    batch = game.batch_of([state])
+    batch.play(torch.tensor([game.parse_action("v0,1")]))
+    assert batch.state(0) == closed and int(batch.to_move()[0]) == 1
+    # one line that closes two boxes at once gives both to the mover
+    two = game.state_from_moves("h0,0 h1,0 h0,1 h1,1 v0,0 v0,2")
+    both = two.apply(game.parse_action("v0,1"))
+    assert both.is_terminal and both.returns() == (-1.0, 1.0) or both.returns() == (1.0, -1.0)
+    assert abs(both.margin()) == 2
+
+
+def test_the_board_prints_lines_and_owners() -> None:
+    state = load("dots_and_boxes", rows=1, cols=2).state_from_moves("h0,0 h1,0 v0,0 v0,1")
+    assert str(state).splitlines() == ["+---+   +", "| B |", "+---+   +", "A 0 : B 1, B to move"]
+
+
+def test_bad_moves_and_boards_are_refused_by_name() -> None:
+    game = load("dots_and_boxes", rows=2, cols=2)
+    with pytest.raises(ValueError, match="off the 2x2 board"):
+        game.parse_action("h3,0")
+    with pytest.raises(ValueError, match="expected a line such as h0,1"):
+        game.parse_action("3")
+    with pytest.raises(ValueError, match="move 2 .* h0,0 is already drawn"):
+        game.state_from_moves("h0,0 h0,0")
+    with pytest.raises(ValueError, match="more than an int64 holds"):
+        Boxes(6, 6)
