@@ -44,8 +44,11 @@ Root noise (Dirichlet, as in AlphaZero) is for self-play training only and is of
 so evaluation is deterministic: same net, same position, same visit counts.
 
 Tree storage is numpy arrays indexed by node id (``tree * capacity + slot``), one row per node
-and one column per board column for the edge statistics; capacity is ``simulations + 1`` since
-a simulation adds at most one node.
+and one column per action for the edge statistics; capacity is ``simulations + 1`` since a
+simulation adds at most one node. The nodes' game states live in the game's `SearchTree`
+(`c4core.games.base`): Connect Four's own bitboard arrays, or `StateTree` for any game. Every
+value is backed up from the view of the player to move at each node, as the tree reports it, so
+a player who moves twice in a row (Dots and Boxes) is handled like any other.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from c4core.batch import Boards
 from c4core.bots import Player
 from c4core.config import SearchConfig
 from c4core.games import BatchState, Game, State, game_of
+from c4core.games.base import SearchTree
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.solver import Solver
 
@@ -249,7 +253,7 @@ class SearchPlayer(Player):
 
 
 # ---- tree storage ------------------------------------------------------------------------------
-def _tree_of(game: Game, total: int) -> Any:
+def _tree_of(game: Game, total: int) -> SearchTree:
     """The game's own tree storage for `total` nodes where it has one, else `StateTree`."""
     own = getattr(game, "search_tree", None)
     return own(total) if own is not None else StateTree(game, total)
@@ -318,7 +322,7 @@ class _Forest:
     def __init__(
         self,
         net: Evaluator,
-        tree: Any,
+        tree: SearchTree,
         num_actions: int,
         trees: int,
         config: SearchConfig,

@@ -5,9 +5,8 @@ finds the known value of Connect-3 on 4x4 (a first-player win)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from exact import first_player_value
+from exact import agree_with_openspiel, first_player_value
 
 from c4core.games import ConnectFour, load
 
@@ -18,21 +17,8 @@ pyspiel = pytest.importorskip("pyspiel")
 def test_random_games_agree_with_openspiel_move_by_move(rows: int, cols: int, connect: int) -> None:
     ours = load("connect4", rows=rows, cols=cols, connect=connect)
     theirs = pyspiel.load_game(f"connect_four(rows={rows},columns={cols},x_in_row={connect})")
-    assert theirs.num_distinct_actions() == ours.num_actions
-    rng = np.random.default_rng(rows * 100 + cols * 10 + connect)
-    results = set()
-    for _ in range(750):
-        state, spiel = ours.new_state(), theirs.new_initial_state()
-        while True:
-            assert state.is_terminal == spiel.is_terminal()
-            assert state.returns() == tuple(spiel.returns())
-            if state.is_terminal:
-                break
-            assert state.legal_actions() == spiel.legal_actions()
-            assert state.current_player() == spiel.current_player()
-            action = int(rng.choice(state.legal_actions()))
-            state, _ = state.apply(action), spiel.apply_action(action)
-        results.add(state.returns())
+    seen = agree_with_openspiel(ours, theirs, 750, seed=rows * 100 + cols * 10 + connect)
+    results = {s.returns() for s in seen if s.is_terminal}
     assert results == {(1.0, -1.0), (-1.0, 1.0), (0.0, 0.0)} or (rows, cols) == (6, 7)
 
 

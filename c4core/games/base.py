@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # torch is imported where it is used, so a rules-only command starts fast
     import numpy as np
@@ -123,6 +123,42 @@ class BatchState(Protocol):
 
     def state(self, i: int) -> State:
         """Game `i` as a scalar `State`."""
+        ...
+
+
+class SearchTree(Protocol):
+    """Optional fast path: a game's own storage for the states of the batched search's nodes
+    (`Game.search_tree`). Nodes are ints below the `total` the tree was made for; the search
+    keeps the edge statistics itself and asks the tree only about states."""
+
+    def place(self, nodes: np.ndarray, batch: BatchState, games: np.ndarray) -> None:
+        """Store the games at indices `games` of `batch` at `nodes` (the roots)."""
+        ...
+
+    def to_move(self, nodes: np.ndarray) -> np.ndarray:
+        """The player to move at each of `nodes`."""
+        ...
+
+    def add_children(self, parents: np.ndarray, actions: np.ndarray, children: np.ndarray) -> None:
+        """Store at `children` the states reached by playing `actions` at `parents`."""
+        ...
+
+    def expand(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each of `nodes`: legal actions [k, num_actions] bool; each action's exact value
+        for the node's mover where the tree already knows it (+1, 0, -1; NaN elsewhere), at
+        least for the actions that end the game; and plies to the end under that value."""
+        ...
+
+    def batch(self, nodes: np.ndarray, device: torch.device) -> BatchState:
+        """The states at `nodes` as a batch, for one network forward."""
+        ...
+
+    def probe(
+        self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact values of `nodes` for their movers from the game's exact `solver`, NaN where it
+        does not settle them, and a bound on the plies to the end; `ValueError` for a game
+        without one."""
         ...
 
 
