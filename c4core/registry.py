@@ -72,6 +72,7 @@ from mlflow.tracking import MlflowClient
 
 from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
+from c4core.games import ConnectFour
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
@@ -194,6 +195,16 @@ def _run_member(run: Run) -> str:
 
 
 # ---- the store -----------------------------------------------------------------------------------
+def model_name_for(tracking: Tracking, config: LeagueConfig) -> str:
+    """The registered model a league's versions go to: one per game variant, so that champions
+    and gating never mix boards. Standard Connect Four keeps `MODEL_NAME` (``connect4``); a
+    Connect-3 league on 4x4 registers into ``connect3-4x4``. A `Tracking` that names another
+    model than the default keeps its own."""
+    if tracking.model_name != MODEL_NAME:
+        return tracking.model_name
+    return ConnectFour(config.geometry).variant
+
+
 class MLflowStore:
     """A league's snapshots and match records kept in MLflow (a `c4core.league.LeagueStore`).
 
@@ -203,7 +214,7 @@ class MLflowStore:
     """
 
     def __init__(self, tracking: Tracking, config: LeagueConfig, tags: Mapping[str, str] | None = None):
-        self.tracking = tracking
+        self.tracking = replace(tracking, model_name=model_name_for(tracking, config))
         self.config = config
         self.config_hash = config.training_hash()
         self.extra_tags = dict(tags or {})
@@ -508,9 +519,10 @@ def model_card(
         lines.append(f"- Wins vs the tactical bot: {win_vs_tactical:.1%} of {c.match_games} games.")
     lines += [
         "",
-        'Input: records with `moves` (solver notation, e.g. `"4453"`) or `board` (6x7, rows top '
-        "to bottom, 0 empty / 1 first player / 2 second player). Output: `column` (0-6), `probs` "
-        "(7 floats, 0 on full columns), `value` (-1..1 for the side to move).",
+        f'Input: records with `moves` (solver notation, e.g. `"4453"`) or `board` ({c.rows}x{c.cols}, '
+        "rows top to bottom, 0 empty / 1 first player / 2 second player). Output: `column` "
+        f"(0-{c.cols - 1}), `probs` ({c.cols} floats, 0 on full columns), `value` (-1..1 for the "
+        "side to move).",
     ]
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -52,6 +52,7 @@ from c4core.registry import (
     find_version,
     league_alias,
     league_versions,
+    model_name_for,
     open_league,
     pair_key,
     register_snapshot,
@@ -244,6 +245,27 @@ def test_the_best_snapshot_is_production_and_champion(tracked: Tracked) -> None:
     assert "champion_since" in champ.tags
     for h in history[:-1]:
         assert "champion_until" in client.get_model_version(MODEL_NAME, str(h["version"])).tags
+
+
+def test_a_league_on_another_board_registers_into_its_own_model(blank_db: Path, tmp_path: Path) -> None:
+    """Champions and gating never mix boards: a Connect-3 league on 4x4 registers into
+    ``connect3-4x4``, whose champion it becomes, and leaves ``connect4`` alone."""
+    small = profile(
+        "smoke", name="small", generations=1, rows=4, cols=4, connect=3, net={"rows": 4, "cols": 4}
+    )
+    tracking = fresh_tracking(blank_db, tmp_path)
+    store = MLflowStore(tracking, small)
+    assert store.tracking.model_name == "connect3-4x4"
+    final = run_league_tracked(store, small, lambda report: None)
+    client = tracking.client()
+    champ = client.get_model_version_by_alias("connect3-4x4", CHAMPION_ALIAS)
+    assert champ.version == final.champion_version.version and champ.tags["member"] == final.report.champion
+    assert client.search_registered_models(f"name = '{MODEL_NAME}'") == []
+    card = client.get_model_version("connect3-4x4", champ.version).description
+    assert "board 4x4, connect 3" in card and "`column` (0-3)" in card and "6x7" not in card
+    # a tracking that names its own model keeps it; standard Connect Four keeps `connect4`
+    assert model_name_for(replace(tracking, model_name="mine"), small) == "mine"
+    assert model_name_for(tracking, SMOKE) == MODEL_NAME
 
 
 def test_the_ui_opens_the_experiment_for_model_training_and_shows_each_league_duration(
