@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from c4core.game import Geometry
 from c4core.games.base import BatchState, Game, State, Symmetry
 from c4core.games.connect4 import ConnectFour
 from c4core.games.dots_and_boxes import DotsAndBoxes
+from c4core.games.dots_and_boxes.rules import Boxes
 
 __all__ = [
     "GAMES",
@@ -46,9 +48,6 @@ def load(name: str, **params: int) -> Game:
 
 def game_of(states: Any) -> Game:
     """The game that a batch or a scalar state belongs to, with its parameters."""
-    from c4core.game import Geometry
-    from c4core.games.dots_and_boxes.rules import Boxes
-
     geometry = getattr(states, "geometry", None)
     if isinstance(geometry, Geometry):  # Connect Four's `Position` and `Boards`
         return ConnectFour(geometry)

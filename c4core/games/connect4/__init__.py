@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from c4core.game import STANDARD, Geometry, Position, parse_column
+from c4core.game import NUM_PLANES, STANDARD, Geometry, Position, parse_column
 from c4core.games.base import Symmetry
 
 if TYPE_CHECKING:
@@ -52,8 +52,6 @@ class ConnectFour:
 
     @property
     def observation_shape(self) -> tuple[int, int, int]:
-        from c4core.game import NUM_PLANES
-
         return (NUM_PLANES, self.geometry.rows, self.geometry.cols)
 
     @property
