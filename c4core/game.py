@@ -307,7 +307,7 @@ class Position:
         """(+1, -1) when the first player has won, (-1, +1) when the second has, else (0, 0)."""
         if not self.won:
             return (0.0, 0.0)
-        return (-1.0, 1.0) if self.ply % 2 == 0 else (1.0, -1.0)  # the player who just moved won
+        return (-1.0, 1.0) if self.current_player() == 0 else (1.0, -1.0)  # the last mover won
 
     def observation(self) -> np.ndarray:
         return self.planes()

@@ -270,6 +270,7 @@ class StateTree:
         self.game = game
         self.states: list[State | None] = [None] * total
         self.movers = np.zeros(total, np.int64)
+        self.after: dict[int, dict[int, State]] = {}  # each expanded node's children, by action
 
     def place(self, nodes: np.ndarray, batch: BatchState, games: np.ndarray) -> None:
         for node, i in zip(nodes, games, strict=True):
@@ -284,7 +285,7 @@ class StateTree:
 
     def add_children(self, parents: np.ndarray, actions: np.ndarray, children: np.ndarray) -> None:
         for parent, action, child in zip(parents, actions, children, strict=True):
-            self._put(int(child), self.states[int(parent)].apply(int(action)))
+            self._put(int(child), self.after[int(parent)][int(action)])
 
     def expand(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         shape = (len(nodes), self.game.num_actions)
@@ -292,11 +293,11 @@ class StateTree:
         for row, node in enumerate(nodes):
             state = self.states[int(node)]
             mover = state.current_player()
-            for action in state.legal_actions():
+            after = self.after[int(node)] = {a: state.apply(a) for a in state.legal_actions()}
+            for action, child in after.items():
                 legal[row, action] = True
-                after = state.apply(action)
-                if after.is_terminal:
-                    exact[row, action] = after.returns()[mover]
+                if child.is_terminal:
+                    exact[row, action] = child.returns()[mover]
         return legal, exact, np.ones(shape, np.int64)
 
     def batch(self, nodes: np.ndarray, device: torch.device) -> BatchState:
@@ -338,7 +339,6 @@ class _Forest:
         self.node_value = np.zeros(total, np.float64)
         self.node_exact = np.full(total, np.nan)
         self.node_length = np.zeros(total, np.int64)
-        self.mover = np.zeros(total, np.int64)  # the player to move at each node
         self.legal = np.zeros((total, c), bool)
         # 32-bit edge arrays: a 1024-tree chunk at 256 simulations then needs about 60 MB
         self.prior = np.zeros((total, c), np.float32)
@@ -349,7 +349,6 @@ class _Forest:
         self.length = np.zeros((total, c), np.int32)
         self.used = np.ones(b, np.int64)  # slot 0 of every tree is its root
         self.roots = np.arange(b, dtype=np.int64) * cap
-        self.mover[self.roots] = tree.to_move(self.roots)
         self.root_prior = np.zeros((b, c))
 
     # ---- main loop ------------------------------------------------------------------------------
@@ -410,7 +409,8 @@ class _Forest:
             child_value = np.where(unproven, self.node_value[made], self.node_exact[made])
             # the value is for the child's mover: the parent's when it moves again, else negated
             last = nodes[grown, depth[grown] - 1]
-            leaf_value[grown] = np.where(self.mover[made] == self.mover[last], child_value, -child_value)
+            same = self.tree.to_move(made) == self.tree.to_move(last)
+            leaf_value[grown] = np.where(same, child_value, -child_value)
 
         self._backup(nodes, edges, depth, leaf_value)
         proved = grown[~np.isnan(self.node_exact[new_node[grown]])]
@@ -437,7 +437,6 @@ class _Forest:
         self.used[trees] += 1
         self.child[parents, edges] = made
         self.tree.add_children(parents, edges, made)
-        self.mover[made] = self.tree.to_move(made)
         return made
 
     def _expand(self, nodes: np.ndarray) -> None:
@@ -509,11 +508,11 @@ class _Forest:
         to move at that edge's node: the sign flips wherever the mover differs from the mover at
         the path's last node (every ply in Connect Four, not after a Dots and Boxes capture)."""
         rows = np.arange(len(depth))
-        last_mover = self.mover[nodes[rows, depth - 1]]
+        last_mover = self.tree.to_move(nodes[rows, depth - 1])
         for d in range(nodes.shape[1]):
             on = depth > d
             r = rows[on]
-            sign = np.where(self.mover[nodes[r, d]] == last_mover[on], 1.0, -1.0)
+            sign = np.where(self.tree.to_move(nodes[r, d]) == last_mover[on], 1.0, -1.0)
             self.visits[nodes[r, d], edges[r, d]] += 1
             self.value_sum[nodes[r, d], edges[r, d]] += sign * leaf_value[on]
 
@@ -524,7 +523,7 @@ class _Forest:
         child = proven
         while len(rows):
             parent, edge = nodes[rows, d], edges[rows, d]
-            same = self.mover[parent] == self.mover[child]
+            same = self.tree.to_move(parent) == self.tree.to_move(child)
             self.exact[parent, edge] = np.where(same, self.node_exact[child], -self.node_exact[child])
             self.length[parent, edge] = 1 + self.node_length[child]
             settled = self._settle(parent) & (d > 0)

@@ -423,7 +423,7 @@ def test_backup_flips_the_sign_where_the_mover_changes_not_every_ply() -> None:
     game = load("dots_and_boxes", rows=1, cols=2)
     tree = StateTree(game, 8)
     forest = _Forest(Oracle(exact=False), tree, game.num_actions, 1, SearchConfig(simulations=7), None)
-    forest.mover[:4] = [0, 0, 1, 1]  # root and n1: player 0; n2: player 1
+    tree.movers[:4] = [0, 0, 1, 1]  # root and n1: player 0; n2: player 1
     nodes, edges = np.array([[0, 1, 2]]), np.array([[3, 4, 5]])
     forest._backup(nodes, edges, np.array([3]), np.array([0.5]))
     assert forest.value_sum[0, 3] == forest.value_sum[1, 4] == -0.5

@@ -36,10 +36,9 @@ class ConnectFourTree:
 
     def place(self, nodes: np.ndarray, batch: Boards, games: np.ndarray) -> None:
         """Put the games at `games` of `batch` at `nodes` (the roots)."""
-        mask = batch.mask.cpu().numpy()[games]
         self.cur[nodes] = batch.current.cpu().numpy()[games]
-        self.mask[nodes] = mask
-        self.ply[nodes] = [bin(int(m)).count("1") for m in mask]
+        self.mask[nodes] = batch.mask.cpu().numpy()[games]
+        self.ply[nodes] = batch.ply.cpu().numpy()[games]
 
     def to_move(self, nodes: np.ndarray) -> np.ndarray:
         """The player to move at `nodes`."""
