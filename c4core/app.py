@@ -12,7 +12,8 @@ resources) and a small JSON API::
                            `c4core.serving.MAX_SIMULATIONS`)
                            and {"probe_from": P} (search leaves of P+ stones go to the exact
                            solver; 0 = never, the default)
-                           -> {"column": 0-6, "probs": [7], "value": -1..1 for the champion,
+                           -> {"action": 0-6, "column": the same, "probs": [7],
+                               "value": -1..1 for the champion,
                                "simulations": N, "probe_from": P, "ms": server time,
                                "champion": {...}}
     GET  /api/health       {"ok": true, "champion": "connect4/7" or null}
@@ -272,7 +273,8 @@ class ChampionSource:
 
     # -- moves --
     def answer(self, position: Position, simulations: int = 0, probe_from: int = 0) -> dict[str, Any]:
-        """The champion's move in a live position: column, probs, value (for the champion)."""
+        """The champion's move in a live position: action (a column, also as ``column``),
+        probs, value (for the champion)."""
         champ = self.require()
         if self.serve_url is not None:
             out = _ask_server(self.serve_url, position, simulations, probe_from)
@@ -328,14 +330,15 @@ def _ask_server(url: str, position: Position, simulations: int, probe_from: int 
         raise Upstream(f"the model server at {url} answered HTTP {r.status_code}")
     try:
         (pred,) = payload["predictions"]
-        column = int(pred["column"])
+        # `action` since the game interface; versions registered before it answer `column` alone
+        column = int(pred["action"] if "action" in pred else pred["column"])
         probs = [float(p) for p in pred["probs"]]
         value = float(pred["value"])
     except (KeyError, TypeError, ValueError):
         raise Upstream(f"the model server at {url} answered in an unknown format") from None
     if column not in position.legal_moves() or len(probs) != position.geometry.cols:
         raise Upstream(f"the model server at {url} answered an illegal move ({column + 1})")
-    return {"column": column, "probs": probs, "value": value}
+    return {"action": column, "column": column, "probs": probs, "value": value}
 
 
 # ---- the request -----------------------------------------------------------------------------------

@@ -15,17 +15,21 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
+    native_bfloat16,
     parse_tags,
     quiet_mlflow,
     registry_fetch,
     registry_line,
     tracking_uri,
 )
+
+if TYPE_CHECKING:
+    from c4core.game import Geometry
 
 
 class UsageError(ValueError):
@@ -67,6 +71,33 @@ def _roles(text: str) -> tuple[str, ...]:
     return roles
 
 
+def _add_board(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--game",
+        help="the game: connect4 (the default), or a named variant such as connect3-4x4 (three in a "
+        "row on 4x4); each variant registers into a model of its own name",
+    )
+    parser.add_argument("--rows", type=_positive, help="board rows (default: the game's)")
+    parser.add_argument("--cols", type=_positive, help="board columns (default: the game's)")
+    parser.add_argument("--connect", type=_positive, help="stones in a row that win (default: the game's)")
+
+
+def _board(args: argparse.Namespace) -> dict[str, Any]:
+    """The board flags given, as `c4core.config.league_config` takes them."""
+    return {k: getattr(args, k) for k in ("game", "rows", "cols", "connect") if getattr(args, k) is not None}
+
+
+def _geometry(args: argparse.Namespace) -> Geometry:
+    """The Connect Four board the board flags name (the standard one by default)."""
+    from c4core.games import ConnectFour, load
+
+    board = _board(args)
+    game = load(board.pop("game", "connect4"), **board)
+    if not isinstance(game, ConnectFour):
+        raise UsageError(f"c4 {args.command} plays Connect Four boards only, not {game.title}")
+    return game.geometry
+
+
 def _registry(args: argparse.Namespace) -> Any:
     return registry_fetch(tracking_uri(args.tracking_uri))
 
@@ -80,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", default=None, help="smoke, cpu, cpu-az or gpu (default: gpu with CUDA, else cpu)"
     )
     lg.add_argument("--name", default="default", help="league name (default: %(default)s)")
+    _add_board(lg)
     lg.add_argument("--generations", type=_positive, help="override the profile's generations")
     lg.add_argument(
         "--iterations", type=_non_negative, help="override iterations per generation (either learner)"
@@ -140,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--tracking-uri", help=TRACKING_HELP)
+    _add_board(m)
 
     e = sub.add_parser("elo", help="fit Elo ratings to match records (JSONL)")
     e.add_argument("results", help="JSONL file, one match a line: {a, b, win, draw, loss}; - for stdin")
@@ -148,12 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", help="play a game in the terminal")
     pl.add_argument(
-        "--opponent", help="player spec (default: models:/connect4@champion if one exists, else tactical)"
+        "--opponent",
+        help="player spec (default: the game's champion, models:/connect4@champion on the standard board, "
+        "if one exists, else tactical)",
     )
     pl.add_argument("--first", choices=("you", "bot"), default="you", help="who moves first")
     pl.add_argument("--moves", default="", help="start from this move string (solver notation)")
     pl.add_argument("--seed", type=_non_negative, default=None)
     pl.add_argument("--tracking-uri", help=TRACKING_HELP)
+    _add_board(pl)
 
     ev = sub.add_parser("eval-suite", help="score a player against solver-labelled positions")
     ev.add_argument(
@@ -215,9 +251,9 @@ def cmd_match(args: argparse.Namespace) -> int:
     from c4core.match import play_match
     from c4core.players import make_player
 
-    fetch = _registry(args)
-    a, b = make_player(args.a, registry=fetch), make_player(args.b, registry=fetch)
-    result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies)
+    fetch, geometry = _registry(args), _geometry(args)
+    a, b = make_player(args.a, geometry, registry=fetch), make_player(args.b, geometry, registry=fetch)
+    result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies, geometry=geometry)
     rec = result.to_record()
     if args.json:
         print(json.dumps(rec))
@@ -314,6 +350,8 @@ def cmd_league(args: argparse.Namespace) -> int:
         roles=args.roles,
         ranks=args.ranks,
         precision=args.precision,
+        native_bfloat16=native_bfloat16(),
+        **_board(args),
     )
     if config.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"profile {name!r} needs a CUDA device; use --profile cpu here")
@@ -329,9 +367,10 @@ def cmd_league(args: argparse.Namespace) -> int:
     if args.store == "mlflow" and not args.no_suite:
         from c4core.suite import default_suite_path, load_suite
 
-        suite = args.suite or default_suite_path()
+        suite = args.suite or default_suite_path(config.geometry)
         if suite is not None:
-            load_suite(suite)  # a bad suite fails now, naming file:line, not after a generation
+            # a bad suite, or one of another board, fails now, naming file:line, not after a generation
+            load_suite(suite, config.geometry)
     if args.store == "mlflow":
         from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
@@ -342,7 +381,8 @@ def cmd_league(args: argparse.Namespace) -> int:
         store = LocalStore(Path(args.dir or "runs") / config.name)
         where = str(store.root)
     print(
-        f"league {config.name!r}: profile {config.profile}, {config.describe_training()}, net "
+        f"league {config.name!r}: profile {config.profile}, {config.board.title}, "
+        f"{config.describe_training()}, net "
         f"{config.net.blocks}x{config.net.channels} in {config.net.precision}, "
         f"{config.match_games} games per pairing, store {where}"
         + (f", suite {suite}" if suite is not None else ""),
@@ -426,19 +466,26 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
 
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    pos = Position.from_moves(args.moves)  # a bad --moves fails before any network loads
+    geometry = _geometry(args)
+    pos = Position.from_moves(args.moves, geometry)  # a bad --moves fails before any network loads
     spec = args.opponent
     if spec is None:
         from c4core.app import default_opponent
+        from c4core.games import ConnectFour
 
-        spec, note = default_opponent(tracking_uri(args.tracking_uri))
+        uri = f"models:/{ConnectFour(geometry).variant}@champion"
+        spec, note = default_opponent(tracking_uri(args.tracking_uri), uri)
         if note:
             print(f"note: {note}.", file=out)
-    bot = make_player(spec, registry=_registry(args))
+    bot = make_player(spec, geometry, registry=_registry(args))
     gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
     human = pos.to_move if args.first == "you" else 3 - pos.to_move
     mark = {1: "X", 2: "O"}
-    print(f"You are {mark[human]}, {bot.name} is {mark[3 - human]}. Type a column 1-7, q to quit.", file=out)
+    print(
+        f"You are {mark[human]}, {bot.name} is {mark[3 - human]}. "
+        f"Type a column 1-{geometry.cols}, q to quit.",
+        file=out,
+    )
     while not pos.is_terminal:
         if pos.to_move == human:
             print(f"\n{pos}", file=out)

@@ -14,10 +14,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
-from functools import cache
 from typing import Any
 
 from c4core.game import Geometry
+from c4core.games import VARIANTS, Game, load
 
 HASHED = "hashed"
 """Field metadata key. ``"when-changed"``: the field enters `identity` (so the training hash) only
@@ -25,6 +25,14 @@ when it differs from its default, so adding such a field keeps every existing le
 Never change the default of a field so marked: leagues that kept it would then resume records
 made under the old value."""
 
+
+LEAGUE_GAMES = ("connect4",)
+"""The games the league's learners (PPO and the AlphaZero-style one) can train on: Connect Four
+on any board (`c4core.games.connect4`), its named variants included. The others play through the
+game interface (rules, search) but have no league learner yet."""
+LEAGUE_VARIANTS = tuple(v for v, (game, _) in VARIANTS.items() if game in LEAGUE_GAMES)
+"""The named variants (`c4core.games.VARIANTS`) a league can be asked for by one name: the
+choices of the trigger form's Game field."""
 
 MAIN = "main"
 ROLES = (MAIN, "main-exploiter", "league-exploiter")
@@ -88,24 +96,6 @@ AUTO_PRECISION = "auto"
 """The precision a user asks for by default (`league_config`): the profile's, except that a
 CPU without native bfloat16 computes a bfloat16 profile in float32."""
 
-NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-"""The CPU flags (as Linux's /proc/cpuinfo names them) of the instructions oneDNN's bfloat16
-convolutions run on; without them torch emulates bfloat16."""
-
-
-@cache  # the CPU does not change under a process, which builds configs in every step
-def native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX-BF16). Without them
-    the bfloat16 trunk is emulated: a training step of the cpu net took 8x longer than in
-    float32 on an AMD EPYC with AVX2 only (docs/BENCHMARKS.md). False where `cpuinfo` cannot be
-    read (not Linux)."""
-    try:
-        with open(cpuinfo) as f:
-            flags = {word for line in f if line.startswith("flags") for word in line.split()}
-    except OSError:
-        return False
-    return bool(NATIVE_BFLOAT16_FLAGS & flags)
-
 
 @dataclass(frozen=True)
 class NetConfig:
@@ -129,7 +119,7 @@ class NetConfig:
     the weights, the heads, the losses and the optimizer in float32). It travels with every
     snapshot, so its training, matches, search and serving all compute alike. On a CPU with
     AMX or AVX-512 BF16 the bfloat16 trunk made a PPO iteration of the cpu recipe about 3x
-    faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`native_bfloat16`)."""
+    faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`league_config`)."""
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
@@ -340,6 +330,10 @@ class LeagueConfig:
     gating_score: float = 0.55
     """Score the challenger needs in the gating match to take the registry-wide title
     (AlphaZero's gate); a draw counts half."""
+    game: str = field(default="connect4", metadata={HASHED: "when-changed"})
+    """The game the league plays (one of `LEAGUE_GAMES`), on the board `rows`, `cols` and
+    `connect` say; `variant` names the two together (``connect4``, ``connect3-4x4``), and each
+    variant is a registered model of its own."""
     rows: int = 6
     """Board rows."""
     cols: int = 7
@@ -380,13 +374,29 @@ class LeagueConfig:
             raise ValueError("alphazero_from must be 0 (never) or a generation number")
         if max(self.ppo.ranks, self.alphazero.ranks) > 1 and self.device != "cpu":
             raise ValueError("learner ranks are CPU processes: a learner on a GPU trains alone (ranks 1)")
+        if self.game not in LEAGUE_GAMES:
+            raise ValueError(
+                f"the league trains on {', '.join(LEAGUE_GAMES)} only, got game {self.game!r}: "
+                "other games have rules and search but no league learner yet"
+            )
+        _ = self.board  # a bad board size fails here, naming it
         if self.net.rows != self.rows or self.net.cols != self.cols:
             raise ValueError("the network's board size must match the league's")
-        Geometry(self.rows, self.cols, self.connect)
 
     @property
     def geometry(self) -> Geometry:
         return Geometry(self.rows, self.cols, self.connect)
+
+    @property
+    def board(self) -> Game:
+        """The game the league plays, with its parameters (`c4core.games`)."""
+        return load(self.game, rows=self.rows, cols=self.cols, connect=self.connect)
+
+    @property
+    def variant(self) -> str:
+        """The game and board in one name (``connect4`` for the standard 6x7 board,
+        ``connect3-4x4``): the registered model the league's snapshots go to."""
+        return self.board.variant
 
     def learner(self, generation: int, role: str = "main") -> str:
         """Which learner trains `role`'s snapshot of `generation`: ``"ppo"`` or ``"alphazero"``
@@ -584,13 +594,21 @@ def league_config(
     roles: tuple[str, ...] | None = None,
     ranks: int | None = None,
     precision: str | None = None,
+    native_bfloat16: bool = True,
+    game: str | None = None,
+    rows: int | None = None,
+    cols: int | None = None,
+    connect: int | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
     and games those of both learners, and so are `ranks`; `precision`,
-    `NetConfig.precision`). A precision of None or ``"auto"`` keeps the profile's, but a
+    `NetConfig.precision`). `game` is a game or a named variant (`c4core.games.VARIANTS`:
+    ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
+    for that board. A precision of None or ``"auto"`` keeps the profile's, but a
     bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
-    (`native_bfloat16`): emulated, it is several times slower, not faster. A ValueError names a
+    (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
+    emulated, it is several times slower, not faster. A ValueError names a
     bad value."""
     given = {
         "generations": generations,
@@ -599,13 +617,18 @@ def league_config(
         "device": device,
         "roles": tuple(roles) if roles is not None else None,
     }
+    board = {k: v for k, v in (("rows", rows), ("cols", cols), ("connect", connect)) if v is not None}
+    if game is not None or board:
+        chosen = load(game or LEAGUE_GAMES[0], **board)
+        given |= {"game": chosen.name, **chosen.params}
+        given["net"] = {"rows": given["rows"], "cols": given["cols"]}
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:
         ppo, alphazero = replace(config.ppo, ranks=ranks), replace(config.alphazero, ranks=ranks)
         config = replace(config, ppo=ppo, alphazero=alphazero)
     if precision in (None, AUTO_PRECISION):
         emulated = config.net.precision == "bfloat16" and not config.device.startswith("cuda")
-        precision = "float32" if emulated and not native_bfloat16() else None
+        precision = "float32" if emulated and not native_bfloat16 else None
     elif precision not in PRECISIONS:
         raise ValueError(
             f"unknown net precision {precision!r}: choose from {', '.join((AUTO_PRECISION, *PRECISIONS))}"

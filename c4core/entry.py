@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,25 @@ if TYPE_CHECKING:
     from c4core.net import Checkpoint
     from c4core.players import RegistryFetch
     from c4core.registry import MLflowStore
+
+NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""The CPU flags (as Linux's /proc/cpuinfo names them) of the instructions oneDNN's bfloat16
+convolutions run on; without them torch emulates bfloat16."""
+
+
+@cache  # the CPU does not change under a process, which builds configs in every step
+def native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX-BF16). Without them
+    the bfloat16 trunk is emulated: a training step of the cpu net took 8x longer than in
+    float32 on an AMD EPYC with AVX2 only (docs/BENCHMARKS.md). False where `cpuinfo` cannot be
+    read (not Linux)."""
+    try:
+        with open(cpuinfo) as f:
+            flags = {word for line in f if line.startswith("flags") for word in line.split()}
+    except OSError:
+        return False
+    return bool(NATIVE_BFLOAT16_FLAGS & flags)
+
 
 TRACKING_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else SQLite under the repo's mlruns/)"
 

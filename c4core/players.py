@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from c4core.bots import BOTS, Player
 from c4core.game import STANDARD, Geometry
+from c4core.games import ConnectFour
 
 if TYPE_CHECKING:
     from c4core.net import Checkpoint
@@ -59,7 +60,7 @@ def make_player(
 
         ckpt, name = registry(spec)
         if ckpt.geometry != geometry:
-            raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
+            raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
         return NetPlayer(ckpt.build(device), name=name)
     if spec in BOTS:
         return BOTS[spec]()
@@ -73,9 +74,13 @@ def make_player(
 
         ckpt = Checkpoint.load(path)
         if ckpt.geometry != geometry:
-            raise ValueError(f"{spec} plays {ckpt.geometry}, not {geometry}")
+            raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
         return NetPlayer(ckpt.build(device), name=path.stem)
     raise ValueError(
         f"unknown player {spec!r}: use random, tactical, lookahead, perfect, a checkpoint file (.pt), "
         "or a registry URI (models:/connect4@champion)"
     )
+
+
+def _title(geometry: Geometry) -> str:
+    return ConnectFour(geometry).title

@@ -72,7 +72,6 @@ from mlflow.tracking import MlflowClient
 
 from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
-from c4core.games import ConnectFour
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
@@ -202,7 +201,7 @@ def model_name_for(tracking: Tracking, config: LeagueConfig) -> str:
     model than the default keeps its own."""
     if tracking.model_name != MODEL_NAME:
         return tracking.model_name
-    return ConnectFour(config.geometry).variant
+    return config.variant
 
 
 class MLflowStore:
@@ -504,7 +503,7 @@ def model_card(
         else f"{c.ppo.iterations} PPO iterations x {c.ppo.games} games a generation"
     )
     lines = [
-        f"**Connect Four policy-value net**, snapshot `{member}` of league `{c.name}` "
+        f"**{c.board.title} policy-value net**, snapshot `{member}` of league `{c.name}` "
         f"(config `{store.config_hash}`, profile `{c.profile}`).",
         "",
         f"- Role: {ROLE_CARD[role]}.",
@@ -520,15 +519,19 @@ def model_card(
     lines += [
         "",
         f'Input: records with `moves` (solver notation, e.g. `"4453"`) or `board` ({c.rows}x{c.cols}, '
-        "rows top to bottom, 0 empty / 1 first player / 2 second player). Output: `column` "
-        f"(0-{c.cols - 1}), `probs` ({c.cols} floats, 0 on full columns), `value` (-1..1 for the "
-        "side to move).",
+        "rows top to bottom, 0 empty / 1 first player / 2 second player). Output: `action` and "
+        f"`column` (0-{c.cols - 1}), one number under both names, the column to play; `probs` "
+        f"({c.cols} floats, 0 on full columns), `value` (-1..1 for the side to move).",
     ]
     return "\n".join(lines)
 
 
-MODEL_DESCRIPTION = (
-    "Connect Four self-play league snapshots, one version per snapshot of every league.\n\n"
+def model_description(title: str) -> str:
+    """A registered model's description, for game `title`: what its aliases mean."""
+    return f"{title} self-play league snapshots, one version per snapshot of every league.\n\n" + _ALIASES
+
+
+_ALIASES = (
     "- Alias `champion-<league>` (a `.` in the name becomes `_`): that league's best-rated "
     "main-agent snapshot, moved after every generation. Exploiters (tag `role`) are rated on the "
     "same ladder and never champion.\n"
@@ -539,21 +542,21 @@ MODEL_DESCRIPTION = (
     "result as tags (`gating_*`), and each league run's `champion_history.json` logs every "
     "challenge, won or lost."
 )
-"""The registered model's description: what its aliases mean."""
 
 
 def _ensure_registered_model(store: MLflowStore) -> None:
     client, name = store.client, store.tracking.model_name
+    description = model_description(store.config.board.title)
     try:
         model = client.get_registered_model(name)
     except MlflowException:
         try:
-            client.create_registered_model(name, description=MODEL_DESCRIPTION)
+            client.create_registered_model(name, description=description)
             return
         except MlflowException:  # created concurrently
             model = client.get_registered_model(name)
-    if model.description != MODEL_DESCRIPTION:  # a registry from before the aliases were explained
-        client.update_registered_model(name, description=MODEL_DESCRIPTION)
+    if model.description != description:  # a registry from before the aliases were explained
+        client.update_registered_model(name, description=description)
 
 
 def register_snapshot(

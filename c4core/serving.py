@@ -6,9 +6,13 @@ from a registered version; ``POST /invocations`` then takes records such as::
     {"dataframe_records": [{"moves": "4453"}, {"board": [[0, 0, 0, 0, 0, 0, 0], ...]}],
      "params": {"simulations": 0, "probe_from": 0}}
 
-``moves`` is a solver-notation string (columns 1-7), ``board`` six rows top to bottom with 0
-empty, 1 first player, 2 second player. Each record gets ``{"column": 0-6, "probs": [7 floats,
-0 on full columns], "value": -1..1 for the side to move}``. With ``simulations`` > 0 the answer
+``moves`` is a solver-notation string (columns from 1), ``board`` the board's rows (six on the
+standard board) top to bottom with 0 empty, 1 first player, 2 second player. Each record gets
+``{"action": 0-6, "column": 0-6, "probs": [7 floats, 0 on full columns], "value": -1..1 for the
+side to move}`` on the standard board: ``action`` is the game interface's name for the move
+(`c4core.games`), and ``column`` the same number, kept for clients from before it. A snapshot of
+another board (a Connect-3 league on 4x4) answers with that board's columns, and its messages
+name its size. With ``simulations`` > 0 the answer
 comes from `c4core.search` (PUCT over the same net; the package ships all of ``c4core``), and with
 ``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
 (`SearchConfig.probe_from`), so the champion plays those endgames perfectly. Versions registered
@@ -56,6 +60,7 @@ SIGNATURE = ModelSignature(
     ),
     outputs=Schema(
         [
+            ColSpec(DataType.long, "action"),
             ColSpec(DataType.long, "column"),
             ColSpec(Array(DataType.double), "probs"),
             ColSpec(DataType.double, "value"),
@@ -65,7 +70,13 @@ SIGNATURE = ModelSignature(
         [ParamSpec("simulations", DataType.long, 0), ParamSpec("probe_from", DataType.long, 0)]
     ),
 )
-INPUT_EXAMPLE = pd.DataFrame({"moves": ["4453", ""]})
+
+
+def input_example(geometry: Geometry = STANDARD) -> pd.DataFrame:
+    """The example request a version carries: a short game on its own board, and the empty one."""
+    centre = str(geometry.cols // 2 + 1)
+    moves = "4453" if geometry == STANDARD else centre * 2
+    return pd.DataFrame({"moves": [moves, ""]})
 
 
 class BadInput(ValueError):
@@ -85,7 +96,9 @@ def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Po
     if has_moves and has_board:
         raise BadInput("give either 'moves' or 'board', not both")
     if not has_moves and not has_board:
-        raise BadInput("each record needs 'moves' (a string such as \"4453\") or 'board' (6x7 rows of 0/1/2)")
+        raise BadInput(
+            f"each record needs 'moves' (a string such as \"4453\") or 'board' ({_board_help(geometry)})"
+        )
     try:
         if has_moves:
             if not isinstance(moves, str):
@@ -102,6 +115,10 @@ def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Po
     if pos.is_full:
         raise BadInput("the board is full: there is no move to make")
     return pos
+
+
+def _board_help(geometry: Geometry) -> str:
+    return f"{geometry.rows} rows of {geometry.cols} cells, each 0, 1 or 2"
 
 
 def _plain(board: Any) -> Any:
@@ -160,7 +177,8 @@ def evaluate(
     probe_from: int = 0,
     solver: Any = None,
 ) -> list[dict[str, Any]]:
-    """One answer per live position: the chosen column, move probabilities, value. With
+    """One answer per live position: the chosen action (a column, also given as ``column``),
+    move probabilities and value. With
     `probe_from`, search probes `solver` (a `c4core.solver.Solver`; a fresh one when None) at
     its leaves; a solver must not be shared by two calls at once (its table is not locked)."""
     import torch
@@ -187,7 +205,7 @@ def evaluate(
         col = int(columns[i])
         assert legal[i, col], "a model answered an illegal column"
         value = float(np.clip(values[i], -1.0, 1.0))
-        out.append({"column": col, "probs": [float(x) for x in probs[i]], "value": value})
+        out.append({"action": col, "column": col, "probs": [float(x) for x in probs[i]], "value": value})
     return out
 
 
@@ -229,7 +247,8 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        """One ``{"column", "probs", "value"}`` per record; `MlflowException` (HTTP 400) for bad input.
+        """One ``{"action", "column", "probs", "value"}`` per record; `MlflowException` (HTTP 400)
+        for bad input.
 
         The input is hinted as the DataFrame that the signature's columns make of every request,
         a hint MLflow infers no schema from, so the declared `SIGNATURE` stays the contract and
@@ -242,7 +261,7 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
                 # MLflow drops records that hold neither known field, so this covers those too
                 raise BadInput(
                     "no position given: send records with 'moves' (a string such as \"4453\") "
-                    "or 'board' (6x7 rows of 0/1/2)"
+                    f"or 'board' ({_board_help(self.geometry)})"
                 )
             if len(records) > MAX_RECORDS:
                 raise BadInput(f"at most {MAX_RECORDS} records per request, got {len(records)}")
@@ -297,7 +316,7 @@ def save_pyfunc(path: str | Path, checkpoint: Checkpoint) -> None:
             artifacts={"weights": str(weights)},
             code_paths=[str(code)],
             signature=SIGNATURE,
-            input_example=INPUT_EXAMPLE,
+            input_example=input_example(checkpoint.geometry),
             pip_requirements=_requirements(),
             metadata={"generation": checkpoint.generation, "geometry": asdict(checkpoint.geometry)},
         )

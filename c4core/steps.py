@@ -41,16 +41,28 @@ from c4core.entry import (
     closing_summary,
     iteration_line,
     match_line,
+    native_bfloat16,
     parse_tags,
     quiet_mlflow,
     registry_line,
     tracking_uri,
 )
+from c4core.game import STANDARD, Geometry
 
 if TYPE_CHECKING:
     from c4core.config import LeagueConfig
 
-SPEC_KEYS = ("league", "profile", "generations", "iterations", "games", "match_games", "roles", "precision")
+SPEC_KEYS = (
+    "league",
+    "profile",
+    "generations",
+    "iterations",
+    "games",
+    "match_games",
+    "roles",
+    "precision",
+    "game",
+)
 """The keys of a resolved spec: the DAG's params, less the executor."""
 _NUMBERS = ("generations", "iterations", "games", "match_games")
 XCOM_RETURN = "/airflow/xcom/return.json"
@@ -58,14 +70,15 @@ XCOM_RETURN = "/airflow/xcom/return.json"
 written (the DAG's trainer pod passes it as ``--xcom``; a test checks it against the provider's)."""
 
 
-def suite_path() -> str | None:
+def suite_path(geometry: Geometry = STANDARD) -> str | None:
     """The suite every registered snapshot is scored on: $C4_SUITE (set but empty: none), else
-    ``../shared/suite/dev.jsonl`` next to the repo when it exists (as `c4 league`), else none."""
+    ``../shared/suite/dev.jsonl`` next to the repo when it exists and the league plays on its
+    board, `geometry` (as `c4 league`), else none."""
     if "C4_SUITE" in os.environ:
         return os.environ["C4_SUITE"] or None
     from c4core.suite import default_suite_path
 
-    path = default_suite_path()
+    path = default_suite_path(geometry)
     return str(path) if path is not None else None
 
 
@@ -79,6 +92,7 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     spec["league"] = spec["league"] or "default"
     spec["profile"] = spec["profile"] or "cpu"
     config = _config(spec, "cpu")
+    spec["game"] = config.variant
     spec["generations"] = config.generations
     spec["roles"] = list(config.roles)
     # "auto" is resolved once, here, so that every task of the generation, and its pods, train
@@ -96,7 +110,13 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
             raise ValueError(f"roles must be a list of role names, got {roles!r}")
         settings["roles"] = tuple(roles)
     return league_config(
-        spec["profile"], spec["league"], device=device, precision=spec.get("precision"), **settings
+        spec["profile"],
+        spec["league"],
+        device=device,
+        precision=spec.get("precision"),
+        native_bfloat16=native_bfloat16(),
+        game=spec.get("game") or None,
+        **settings,
     )
 
 
@@ -336,7 +356,7 @@ def register(
         champion=champion(elo),
         seconds=float(seconds),
     )
-    champ = after_generation(store, report, suite_path())
+    champ = after_generation(store, report, suite_path(config.geometry))
     if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
         log_league_report(store, champ)
         store.set_league_status("FINISHED")

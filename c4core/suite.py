@@ -282,7 +282,10 @@ def suite_metrics(player: Player, path: str | Path, seed: int = 0, device: str =
     return evaluate_suite(player, load_suite(path), seed, device).metrics()
 
 
-def default_suite_path() -> Path | None:
-    """The shared dev suite next to the repository (``../shared/suite/dev.jsonl``), if it exists."""
+def default_suite_path(geometry: Geometry = STANDARD) -> Path | None:
+    """The shared dev suite next to the repository (``../shared/suite/dev.jsonl``), if it exists
+    and `geometry` is its board, the standard one (no other board has a default suite)."""
+    if geometry != STANDARD:
+        return None
     path = Path(__file__).resolve().parent.parent.parent / "shared" / "suite" / "dev.jsonl"
     return path if path.is_file() else None

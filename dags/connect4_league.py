@@ -35,7 +35,7 @@ from typing import Any
 
 from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
-from c4core.config import PRECISIONS, ROLES  # config imports neither torch nor mlflow
+from c4core.config import LEAGUE_VARIANTS, PRECISIONS, ROLES  # config imports neither torch nor mlflow
 
 DAG_ID = "connect4_league"
 EXECUTORS = ("in-process", "kubernetes")
@@ -85,6 +85,15 @@ PARAMS = {
         "AlphaZero-style, each learner on two data-parallel ranks: under 10 minutes on 2 cores with "
         "native bfloat16), `cpu-az` (the `cpu` league run on to 20 generations) or `gpu` (the "
         "reference sizing, all three roles; trains on CUDA).",
+    ),
+    "game": Param(
+        LEAGUE_VARIANTS[0],
+        type="string",
+        enum=list(LEAGUE_VARIANTS),
+        title="Game",
+        description_md="The game and board the league plays: `connect4` (Connect Four, 6x7) or "
+        "`connect3-4x4` (three in a row on a 4x4 board). Each has a registered model of its own in "
+        "MLflow, named so, and its champions never meet the other's.",
     ),
     "generations": Param(
         None,

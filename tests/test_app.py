@@ -194,6 +194,7 @@ def test_answers_are_the_champions_and_always_legal(client: TestClient, rng, ran
         status, out = move(client, {"moves": moves})
         assert status == 200, out
         assert out["column"] in pos.legal_moves()
+        assert out["action"] == out["column"]  # the game interface's name, and the one clients knew
         assert all((p > 0) == (c in pos.legal_moves()) for c, p in enumerate(out["probs"]))
         assert sum(out["probs"]) == pytest.approx(1.0, abs=1e-5)
         assert -1 <= out["value"] <= 1
@@ -402,7 +403,7 @@ def test_moves_can_come_from_mlflows_scoring_server(tracking: Tracking) -> None:
             status, out = move(c, {"moves": "4453"})
             assert status == 200, out
             (expected,) = evaluate(tiny_net(0), [Position.from_moves("4453")])
-            assert out["column"] == expected["column"]
+            assert out["column"] == expected["column"] == out["action"]
             assert out["probs"] == pytest.approx(expected["probs"], abs=1e-6)
             status, out = move(c, {"moves": "4453", "simulations": 8})
             assert status == 200 and out["column"] in Position.from_moves("4453").legal_moves()

@@ -22,6 +22,7 @@ import torch
 from c4core.bots import RandomBot, TacticalBot
 from c4core.cli import build_parser, cmd_play, main
 from c4core.config import NetConfig
+from c4core.game import Geometry
 from c4core.match import WDL, MatchResult, play_match
 from c4core.net import Checkpoint, PolicyValueNet
 
@@ -326,6 +327,30 @@ def test_play_bad_column_asks_again(bad: str) -> None:
     assert out.rstrip().endswith("bye")
 
 
+def test_play_on_a_variants_board_takes_its_columns() -> None:
+    rc, out = play("5\n2\nq\n", "--game", "connect3-4x4", "--moves", "11")
+    assert rc == 0
+    assert "Type a column 1-4" in out and ". . . ." in out and "1 2 3 4\n" in out
+    assert "expected a column number 1-4" in out and out.count("try again") == 1
+
+
+def test_match_on_a_variants_board(capsys, tmp_path: Path) -> None:
+    flags = ("--games", "40", "--json", "--game", "connect3-4x4")
+    rc, out, err = run(capsys, "match", "tactical", "random", *flags)
+    assert rc == 0, err
+    assert json.loads(out)["win"] > json.loads(out)["loss"]
+    small = tmp_path / "small.pt"
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, rows=4, cols=4))
+    Checkpoint.of(net, Geometry(4, 4, 3)).save(small)
+    rc, out, err = run(capsys, "match", str(small), "random", "--games", "2")
+    assert_one_line_error(rc, out, err, "match", "plays Connect-3 on 4x4, not Connect Four")
+    board = ("--rows", "4", "--cols", "4", "--connect", "3")
+    rc, out, err = run(capsys, "match", str(small), "random", "--games", "2", *board)
+    assert rc == 0, err
+    rc, out, err = run(capsys, "match", "random", "random", "--game", "dots-and-boxes-3x3")
+    assert_one_line_error(rc, out, err, "match", "Connect Four boards only, not Dots and Boxes on 3x3 boxes")
+
+
 def test_play_full_column_asks_again() -> None:
     rc, out = play("1\nQ\n", "--moves", "111111")
     assert rc == 0
@@ -442,3 +467,65 @@ def test_league_bad_name(capsys, tmp_path: Path) -> None:
 def test_league_unknown_profile(capsys, tmp_path: Path) -> None:
     rc, out, err = run(capsys, "league", "--profile", "huge", "--dir", str(tmp_path))
     assert_one_line_error(rc, out, err, "league", "unknown profile 'huge'")
+
+
+def test_a_connect3_league_on_4x4_registers_into_a_model_of_its_own(capsys, tmp_path: Path) -> None:
+    """``--game connect4 --rows 4 --cols 4 --connect 3`` is the named variant ``connect3-4x4``:
+    its snapshots train on 4x4, and its versions and title stay out of ``connect4``."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    board = ("--rows", "4", "--cols", "4", "--connect", "3")
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--name", "c3", "--game", "connect4", *board,
+        "--generations", "1", "--tracking-uri", uri,
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "league 'c3': profile smoke, Connect-3 on 4x4," in err and "Traceback" not in err
+    assert "registry: models:/connect3-4x4@champion-c3 = models:/connect3-4x4/1" in out
+    client = MlflowClient(uri)
+    assert [m.name for m in client.search_registered_models()] == ["connect3-4x4"]
+    (version,) = client.search_model_versions("name = 'connect3-4x4'")
+    assert "Connect-3 on 4x4 policy-value net" in version.description
+    run_params = client.get_run(version.run_id).data.params
+    assert (run_params["game"], run_params["rows"], run_params["cols"], run_params["connect"]) == (
+        "connect4", "4", "4", "3",
+    )  # fmt: skip
+    from c4core.registry import Tracking, load_checkpoint
+
+    ckpt, _ = load_checkpoint(Tracking.for_uri(uri), "models:/connect3-4x4@champion")
+    assert (ckpt.geometry.rows, ckpt.geometry.cols, ckpt.geometry.connect) == (4, 4, 3)
+
+    # the named variant is the same league: it resumes, training nothing
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--name", "c3", "--game", "connect3-4x4",
+        "--generations", "1", "--tracking-uri", uri, "--json",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert json.loads(out)["model_uri"] == "models:/connect3-4x4/1"
+
+
+@pytest.mark.parametrize(
+    "flags,words",
+    [
+        (["--game", "chess"], ["unknown game 'chess'", "connect3-4x4", "connect4"]),
+        (["--game", "dots-and-boxes-3x3"], ["trains on connect4 only", "'dots_and_boxes'"]),
+        (["--cols", "12"], ["2-9 columns", "cols=12"]),
+        (["--rows", "4", "--cols", "4", "--connect", "5"], ["connect=5 cannot fit on a 4x4 board"]),
+    ],
+)
+def test_a_bad_game_or_board_is_a_usage_error(capsys, tmp_path: Path, flags: list[str], words) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), *flags)
+    assert_one_line_error(rc, out, err, "league", *words)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_suite_of_another_board_is_refused_before_training(capsys, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text('{"moves": "577713147446", "ply": 12, "scores": [3, -1, 2, 3, 2, 2, 1]}\n')  # 6x7
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--game", "connect3-4x4", "--suite", str(suite),
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+    )  # fmt: skip
+    assert_one_line_error(rc, out, err, "league", f"{suite}:1", "expected a column digit 1-4")
+    assert not (tmp_path / "mlflow.db").exists()

@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
+from typing import Any
 
 import pytest
 
+import c4core.config as config
 from c4core.config import (
+    LEAGUE_VARIANTS,
     PROFILES,
     ROLES,
     AlphaZeroConfig,
@@ -20,6 +22,7 @@ from c4core.config import (
     PPOConfig,
     SearchConfig,
     generation_of,
+    identity,
     league_config,
     overridden,
     profile,
@@ -326,12 +329,10 @@ def test_net_precision_enters_the_hash_only_when_bfloat16_and_is_checked() -> No
 
 
 @pytest.mark.parametrize("native", [True, False])
-def test_auto_precision_keeps_a_bfloat16_profile_only_where_the_cpu_computes_it(
-    native: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import c4core.config as config
+def test_auto_precision_keeps_a_bfloat16_profile_only_where_the_cpu_computes_it(native: bool) -> None:
+    def league_config(*args: Any, **settings: Any) -> LeagueConfig:  # on a host that has it, or not
+        return config.league_config(*args, native_bfloat16=native, **settings)
 
-    monkeypatch.setattr(config, "native_bfloat16", lambda: native)
     for precision in (None, "auto"):
         cpu = league_config("cpu", "t", precision=precision)
         assert cpu.net.precision == ("bfloat16" if native else "float32")
@@ -351,17 +352,35 @@ def test_auto_precision_keeps_a_bfloat16_profile_only_where_the_cpu_computes_it(
     assert league_config("cpu", "t", precision="float32").net.precision == "float32"
 
 
-def test_native_bfloat16_reads_the_cpu_flags(tmp_path: Path) -> None:
-    from c4core.config import native_bfloat16
+# ---- the game -----------------------------------------------------------------------------------
+def test_a_league_asked_for_a_variant_plays_it_with_a_net_built_for_its_board() -> None:
+    by_variant = league_config("smoke", "c3", game="connect3-4x4")
+    by_board = league_config("smoke", "c3", game="connect4", rows=4, cols=4, connect=3)
+    assert by_variant == by_board
+    assert (by_variant.game, by_variant.rows, by_variant.cols, by_variant.connect) == ("connect4", 4, 4, 3)
+    assert (by_variant.net.rows, by_variant.net.cols) == (4, 4)
+    assert by_variant.variant == "connect3-4x4" and by_variant.board.title == "Connect-3 on 4x4"
+    assert by_variant.training_hash() != league_config("smoke", "c3").training_hash()
+    assert league_config("smoke", "x", rows=5).variant == "connect4-5x7"  # the rest stays the game's
+    assert LEAGUE_VARIANTS == ("connect4", "connect3-4x4")
 
-    flags = "processor\t: {n}\nflags\t\t: fpu sse2 avx2 {extra}\nbogomips\t: 4491\n\n"
-    for extra, native in (
-        ("", False),
-        ("avx512f avx512_bf16", True),
-        ("amx_tile amx_bf16", True),
-        ("avx512f", False),
-    ):
-        cpuinfo = tmp_path / f"cpuinfo-{native}-{len(extra)}"
-        cpuinfo.write_text(flags.format(n=0, extra=extra) + flags.format(n=1, extra=extra))
-        assert native_bfloat16(str(cpuinfo)) is native, extra
-    assert native_bfloat16(str(tmp_path / "absent")) is False
+
+def test_naming_the_standard_game_keeps_the_key_of_a_league_from_before_the_field() -> None:
+    """`game` enters the key only when it is not Connect Four, so leagues keep resuming."""
+    assert league_config("smoke", "x", game="connect4") == league_config("smoke", "x")
+    assert "game" not in identity(SMOKE) and SMOKE.variant == "connect4"
+    assert LeagueConfig.from_dict({k: v for k, v in SMOKE.to_dict().items() if k != "game"}) == SMOKE
+
+
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        ({"game": "go"}, "unknown game 'go'"),
+        ({"game": "dots-and-boxes-3x3"}, "trains on connect4 only"),
+        ({"cols": 10}, "2-9 columns"),
+        ({"game": "connect3-4x4", "connect": 5}, "cannot fit on a 4x4 board"),
+    ],
+)
+def test_a_game_the_league_cannot_play_is_refused_by_name(settings: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        league_config("smoke", "x", **settings)

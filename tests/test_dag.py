@@ -35,6 +35,8 @@ import pytest
 from servers import free_port
 
 from c4core.config import PRECISIONS, PROFILES, league_config
+from c4core.entry import native_bfloat16
+from c4core.game import Geometry
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -178,6 +180,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "executor",
         "roles",
         "precision",
+        "game",
     }
     assert set(dag.params) == expected
     for name in expected:
@@ -186,6 +189,8 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     assert dag.params.get_param("profile").schema["enum"] == list(PROFILES)
     assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
     assert dag.params.get_param("precision").schema["enum"] == ["auto", *PRECISIONS]
+    assert dag.params.get_param("game").schema["enum"] == ["connect4", "connect3-4x4"]
+    assert dag.params.get_param("game").value == "connect4"
     good = {
         "league": "a-b.c_1",
         "generations": 20,
@@ -194,8 +199,10 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "match_games": 2,
         "roles": ["main", "main-exploiter"],
         "precision": "bfloat16",
+        "game": "connect3-4x4",
     }
     bad = {
+        "game": "dots-and-boxes-3x3",
         "precision": "half",
         "roles": ["main", "coach"],
         "generations": 21,
@@ -342,6 +349,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "match_games": None,
         "roles": ["main"],
         "precision": "float32",
+        "game": "connect4",
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -352,7 +360,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         steps.resolve({"profile": "smoke", "match_games": 3})
     # "auto" is resolved in the spec, which every later task and pod reads
     cpu = steps.resolve({"profile": "cpu", "precision": "auto"})["precision"]
-    assert cpu == league_config("cpu").net.precision and cpu in PRECISIONS
+    assert cpu == league_config("cpu", native_bfloat16=native_bfloat16()).net.precision and cpu in PRECISIONS
     assert steps.resolve({"profile": "smoke", "precision": "bfloat16"})["precision"] == "bfloat16"
     with pytest.raises(ValueError, match="unknown net precision 'half'"):
         steps.resolve({"profile": "smoke", "precision": "half"})
@@ -363,6 +371,10 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
     for bad in ("main", ["main", "coach"], ["main-exploiter"], [1]):
         with pytest.raises(ValueError, match="role"):
             steps.resolve({"profile": "smoke", "roles": bad})
+    small = steps.resolve({"profile": "smoke", "game": "connect3-4x4"})
+    assert small["game"] == "connect3-4x4" and steps._config(small).geometry == Geometry(4, 4, 3)
+    with pytest.raises(ValueError, match="unknown game 'go'"):
+        steps.resolve({"profile": "smoke", "game": "go"})
 
 
 def test_a_trainer_request_names_a_role_that_trains_in_its_generation() -> None:
@@ -435,6 +447,35 @@ def league_run(migrated: Path, tmp_path_factory: pytest.TempPathFactory) -> Leag
 def state_text(state: Any) -> str:
     """A state enum (or its string, or None) as its plain value."""
     return str(getattr(state, "value", state))
+
+
+def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
+    migrated: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    conf = {"league": "dagc3", "profile": "smoke", "generations": 1, "game": "connect3-4x4"}
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        try:
+            dr = load_dag().test(run_conf=conf)
+        finally:
+            torch.set_num_threads(threads)
+    assert state_text(dr.state) == "success"
+    client = LeagueRun("", "", {}, uri).client()
+    assert [m.name for m in client.search_registered_models()] == ["connect3-4x4"]
+    (version,) = client.search_model_versions("name = 'connect3-4x4'")
+    assert version.tags["member"] == "gen1" and version.tags["league"] == "dagc3"
+    assert client.get_model_version_by_alias("connect3-4x4", "champion").version == version.version
+    params = client.get_run(version.run_id).data.params
+    assert (params["game"], params["rows"], params["cols"], params["connect"]) == ("connect4", "4", "4", "3")
+    matches = client.search_runs(
+        [client.get_run(version.run_id).info.experiment_id], "tags.`c4.kind` = 'match'"
+    )
+    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
+    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
 
 
 def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(league_run: LeagueRun) -> None:
@@ -717,5 +758,6 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
     assert champ.current_stage == "Production" and champ.tags["league"] == "e2e" and "elo" in champ.tags
     exp = client.get_experiment_by_name("connect4-league")
     matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'e2e'")
-    assert sorted(r.data.tags["b"] for r in matches) == ["random", "tactical"]
+    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
+    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
     assert {r.data.tags["airflow.run_id"] for r in matches} == {run_id}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from c4core.games import GAMES, BatchState, Game, State, load
+from c4core.games import GAMES, VARIANTS, BatchState, Game, State, load
 
 BOARDS: list[tuple[str, dict[str, int]]] = [
     ("connect4", {}),
@@ -180,3 +180,17 @@ def test_unknown_games_and_parameters_are_refused_by_name() -> None:
         load("connect4", depth=3)
     with pytest.raises(ValueError, match="at least one row"):
         load("dots_and_boxes", rows=0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_named_variant_is_the_game_on_its_board_and_names_itself(variant: str) -> None:
+    game, params = VARIANTS[variant]
+    assert load(variant) == load(game, **params)
+    assert load(variant).variant == variant
+    titles = {load(v).title for v in VARIANTS}
+    assert len(titles) == len(VARIANTS)  # a person can tell every variant apart by its title
+
+
+def test_parameters_given_with_a_variant_replace_its_own() -> None:
+    assert load("connect3-4x4", rows=5).variant == "connect3-5x4"
+    assert load("connect4", rows=4, cols=4, connect=3).variant == "connect3-4x4"

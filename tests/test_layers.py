@@ -19,9 +19,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "c4core"
 
 LAYERS: list[set[str]] = [
     {"game"},  # the rules, the bitboard layout, positions
-    {"config", "kernels"},  # every config and profile; compiled game loops
+    {"kernels"},  # compiled game loops
     {"batch"},  # the tensor engine
     {"games"},  # the game interface and the registered games (Connect Four over game and batch)
+    {"config"},  # every config and profile, the league's game named through the games' registry
     {"bots"},  # the player interface, random, tactical and lookahead, openings
     {"net", "solver", "ranks"},  # the network; the exact solver; a learner's data-parallel processes
     {"search", "suite"},

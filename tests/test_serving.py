@@ -28,8 +28,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from servers import free_port, wait_for_http
 
-from c4core.config import NetConfig, profile
-from c4core.game import Position
+from c4core.config import NetConfig, league_config, profile
+from c4core.game import Geometry, Position
 from c4core.net import Checkpoint, PolicyValueNet
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
 from c4core.serving import ConnectFourModel, save_pyfunc
@@ -197,21 +197,26 @@ def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> N
 # ---- over HTTP -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Two `mlflow models serve` processes: the Production stage and the champion alias."""
+    """Three `mlflow models serve` processes: Connect Four's Production stage and champion alias,
+    and the champion of a Connect-3 league on 4x4, registered in the same store."""
     root = tmp_path_factory.mktemp("serving")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     MlflowClient(uri).search_experiments()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        config = profile("smoke", name="serve", generations=1)
-        run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
+        for config in (
+            profile("smoke", name="serve", generations=1),
+            league_config("smoke", "serve3", generations=1, game="connect3-4x4"),
+        ):
+            run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
     finally:
         torch.set_num_threads(threads)
     procs, urls = [], {}
     for key, model_uri in (
         ("production", "models:/connect4/Production"),
         ("champion", "models:/connect4@champion"),
+        ("connect3-4x4", "models:/connect3-4x4@champion"),
     ):
         port = free_port()
         env = os.environ | {
@@ -256,6 +261,7 @@ def test_both_registry_uris_answer_invocations(servers: dict[str, str], which: s
     a, b = r.json()["predictions"]
     assert a == b
     assert a["column"] in range(7) and len(a["probs"]) == 7 and -1 <= a["value"] <= 1
+    assert a["action"] == a["column"]  # the game interface's name, and the one clients knew
 
 
 @pytest.mark.slow
@@ -305,3 +311,25 @@ def test_a_wrong_content_type_is_refused(servers: dict[str, str]) -> None:
         f"{servers['champion']}/invocations", data="4453", headers={"Content-Type": "text/plain"}
     )
     assert r.status_code == 415
+
+
+@pytest.mark.slow
+def test_a_connect3_champion_on_4x4_answers_on_its_own_board(
+    servers: dict[str, str], rng, random_move_string
+) -> None:
+    g = Geometry(4, 4, 3)
+    moves = [random_move_string(rng, unfinished=True, geometry=g) for _ in range(50)] + [""]
+    r = post(servers["connect3-4x4"], {"dataframe_records": [{"moves": m} for m in moves]})
+    assert r.status_code == 200, r.text
+    for m, out in zip(moves, r.json()["predictions"], strict=True):
+        legal = Position.from_moves(m, g).legal_moves()
+        assert out["action"] == out["column"] and out["action"] in legal
+        assert [c for c, p in enumerate(out["probs"]) if p == 0.0] == [c for c in range(4) if c not in legal]
+    for body, hint in (
+        ({"dataframe_records": [{"moves": "45"}]}, "expected a column digit 1-4"),
+        ({"dataframe_records": [{"board": EMPTY}]}, "list of 4 rows, got 6"),
+        ({"dataframe_records": [{"foo": 1}]}, "4 rows of 4 cells"),
+        ({"dataframe_records": ONE, "params": {"simulations": 8, "probe_from": 17}}, "between 0 and 16"),
+    ):
+        r = post(servers["connect3-4x4"], body)
+        assert r.status_code == 400 and hint in r.json()["message"], (body, r.text[:300])

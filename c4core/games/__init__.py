@@ -18,6 +18,7 @@ from c4core.games.dots_and_boxes.rules import Boxes
 
 __all__ = [
     "GAMES",
+    "VARIANTS",
     "BatchState",
     "ConnectFour",
     "DotsAndBoxes",
@@ -35,15 +36,29 @@ GAMES: dict[str, Callable[..., Game]] = {
 """Every registered game: its name, and a factory taking its parameters as keywords."""
 
 
+VARIANTS: dict[str, tuple[str, dict[str, int]]] = {
+    "connect4": ("connect4", {}),
+    "connect3-4x4": ("connect4", {"rows": 4, "cols": 4, "connect": 3}),
+    "dots-and-boxes-3x3": ("dots_and_boxes", {"rows": 3, "cols": 3}),
+    "dots-and-boxes-4x4": ("dots_and_boxes", {"rows": 4, "cols": 4}),
+}
+"""The named variants a user can ask for by one name (``c4 league --game connect3-4x4``): the
+game each is and its parameters. A variant's name is its game's `Game.variant`, so each names
+one registered model."""
+
+
 def load(name: str, **params: int) -> Game:
-    """The game `name` with `params` (its defaults for the rest); `ValueError` for an unknown
-    game, an unknown parameter or a bad value."""
-    if name not in GAMES:
-        raise ValueError(f"unknown game {name!r}: choose one of {', '.join(sorted(GAMES))}")
+    """The game or named variant `name` (`GAMES`, `VARIANTS`) with `params` replacing its own
+    (the game's defaults for the rest); `ValueError` for an unknown name, an unknown parameter
+    or a bad value."""
+    game, preset = VARIANTS.get(name, (name, {}))
+    if game not in GAMES:
+        known = sorted(set(GAMES) | set(VARIANTS))
+        raise ValueError(f"unknown game {name!r}: choose one of {', '.join(known)}")
     try:
-        return GAMES[name](**params)
+        return GAMES[game](**(preset | params))
     except TypeError as e:  # an unknown keyword
-        raise ValueError(f"bad parameters for {name}: {e}") from None
+        raise ValueError(f"bad parameters for {game}: {e}") from None
 
 
 def game_of(states: Any) -> Game:

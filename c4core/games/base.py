@@ -188,6 +188,12 @@ class Game(Protocol):
         ...
 
     @property
+    def title(self) -> str:
+        """The game and its board as people write them, for messages and model cards, e.g.
+        "Connect Four" (the standard board) or "Connect-3 on 4x4"."""
+        ...
+
+    @property
     def symmetries(self) -> tuple[Symmetry, ...]:
         """Every symmetry of the game, the identity first."""
         ...

@@ -47,6 +47,11 @@ class ConnectFour:
         return "connect4" if g == STANDARD else f"connect{g.connect}-{g.rows}x{g.cols}"
 
     @property
+    def title(self) -> str:
+        g = self.geometry
+        return "Connect Four" if g == STANDARD else f"Connect-{g.connect} on {g.rows}x{g.cols}"
+
+    @property
     def num_actions(self) -> int:
         return self.geometry.cols
 

@@ -44,6 +44,10 @@ class DotsAndBoxes:
         return f"dots-and-boxes-{self.boxes.rows}x{self.boxes.cols}"
 
     @property
+    def title(self) -> str:
+        return f"Dots and Boxes on {self.boxes.rows}x{self.boxes.cols} boxes"
+
+    @property
     def num_actions(self) -> int:
         return self.boxes.lines
 
