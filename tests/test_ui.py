@@ -53,6 +53,7 @@ FIELDS = (
     "match_games",
     "roles",
     "precision",
+    "game",
     "executor",
 )
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
@@ -385,9 +386,8 @@ def league(browser: webdriver.Chrome, stack: Stack) -> str:
     run_id = urllib.parse.unquote(browser.current_url.split("/runs/", 1)[1].split("/")[0])
     conf = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["conf"]
     want = {"league": LEAGUE, "profile": "smoke", "generations": None, "iterations": 1, "games": 16}
-    assert conf == want | {"match_games": 10, "roles": None, "precision": "auto", "executor": "in-process"}, (
-        conf
-    )
+    defaults = {"roles": None, "precision": "auto", "game": "connect4", "executor": "in-process"}
+    assert conf == want | {"match_games": 10} | defaults, conf
 
     def finished() -> str | None:
         state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
