@@ -72,11 +72,15 @@ SIGNATURE = ModelSignature(
 )
 
 
+def example_moves(geometry: Geometry = STANDARD) -> str:
+    """A short legal game on `geometry`'s board, for examples and messages: ``"4453"`` on the
+    standard board, the centre column twice elsewhere."""
+    return "4453" if geometry == STANDARD else str(geometry.cols // 2 + 1) * 2
+
+
 def input_example(geometry: Geometry = STANDARD) -> pd.DataFrame:
     """The example request a version carries: a short game on its own board, and the empty one."""
-    centre = str(geometry.cols // 2 + 1)
-    moves = "4453" if geometry == STANDARD else centre * 2
-    return pd.DataFrame({"moves": [moves, ""]})
+    return pd.DataFrame({"moves": [example_moves(geometry), ""]})
 
 
 class BadInput(ValueError):
@@ -97,7 +101,8 @@ def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Po
         raise BadInput("give either 'moves' or 'board', not both")
     if not has_moves and not has_board:
         raise BadInput(
-            f"each record needs 'moves' (a string such as \"4453\") or 'board' ({_board_help(geometry)})"
+            f"each record needs 'moves' (a string such as \"{example_moves(geometry)}\") or 'board' "
+            f"({_board_help(geometry)})"
         )
     try:
         if has_moves:
@@ -260,8 +265,8 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
             if not records:
                 # MLflow drops records that hold neither known field, so this covers those too
                 raise BadInput(
-                    "no position given: send records with 'moves' (a string such as \"4453\") "
-                    f"or 'board' ({_board_help(self.geometry)})"
+                    "no position given: send records with 'moves' (a string such as "
+                    f"\"{example_moves(self.geometry)}\") or 'board' ({_board_help(self.geometry)})"
                 )
             if len(records) > MAX_RECORDS:
                 raise BadInput(f"at most {MAX_RECORDS} records per request, got {len(records)}")

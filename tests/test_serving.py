@@ -328,7 +328,7 @@ def test_a_connect3_champion_on_4x4_answers_on_its_own_board(
     for body, hint in (
         ({"dataframe_records": [{"moves": "45"}]}, "expected a column digit 1-4"),
         ({"dataframe_records": [{"board": EMPTY}]}, "list of 4 rows, got 6"),
-        ({"dataframe_records": [{"foo": 1}]}, "4 rows of 4 cells"),
+        ({"dataframe_records": [{"foo": 1}]}, "such as \"33\") or 'board' (4 rows of 4 cells"),
         ({"dataframe_records": ONE, "params": {"simulations": 8, "probe_from": 17}}, "between 0 and 16"),
     ):
         r = post(servers["connect3-4x4"], body)
