@@ -52,10 +52,11 @@ from dataclasses import dataclass, replace
 import torch
 from torch.nn import functional as F
 
-from c4core.batch import Boards, mirror_planes
+from c4core.batch import Boards
 from c4core.bots import Player, play_opening
 from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import game_of
 from c4core.match import WDL
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ranks import ALONE, Ranks
@@ -311,11 +312,12 @@ def fit(
         boards = batch.boards(geometry)
         planes, legal = boards.planes(), boards.legal()
         policy, value = batch.policy, batch.value
-        if config.mirror:
-            planes = torch.cat((planes, mirror_planes(planes)))
-            legal = torch.cat((legal, legal.flip(1)))
-            policy = torch.cat((policy, policy.flip(1)))
-            value = torch.cat((value, value))
+        if config.mirror:  # every sample's images under the game's symmetries (the mirror here)
+            images = game_of(boards).symmetries[1:]
+            planes = torch.cat((planes, *(s.observation(planes) for s in images)))
+            legal = torch.cat((legal, *(s.policy(legal) for s in images)))
+            policy = torch.cat((policy, *(s.policy(policy) for s in images)))
+            value = torch.cat((value,) * (1 + len(images)))
         logits, predicted = net(planes.to(device), legal.to(device))
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()

@@ -166,8 +166,3 @@ def _has_won(stones: torch.Tensor, g: Geometry) -> torch.Tensor:
             run = run & (stones >> (i * d))
         won |= run != 0
     return won
-
-
-def mirror_planes(planes: torch.Tensor) -> torch.Tensor:
-    """Left-right mirror of a batch of planes (the board's one symmetry)."""
-    return planes.flip(-1)

@@ -26,10 +26,11 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from c4core.batch import Boards, mirror_planes
+from c4core.batch import Boards
 from c4core.bots import Player, play_opening
 from c4core.config import PPOConfig
 from c4core.game import STANDARD, Geometry
+from c4core.games import ConnectFour, Symmetry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
 from c4core.ranks import ALONE, Ranks
@@ -156,14 +157,16 @@ def ppo_update(
     config: PPOConfig,
     generator: torch.Generator,
     ranks: Ranks = ALONE,
+    geometry: Geometry = STANDARD,
 ) -> dict[str, float]:
-    """Clipped-PPO epochs over one rollout; returns the mean losses over its gradient steps.
+    """Clipped-PPO epochs over one rollout of games on `geometry`'s board; returns the mean
+    losses over its gradient steps.
 
     Data-parallel (`ranks`), every rank takes the same number of steps, each over its own
     share of its decisions, and the advantages are normalized over the step's decisions on
     all ranks."""
     if config.mirror:
-        batch = _with_mirror(net, batch)
+        batch = _with_mirror(net, batch, ConnectFour(geometry).symmetries[1])
     net.train()
     n = len(batch)
     params = [p for p in net.parameters() if p.requires_grad]
@@ -244,11 +247,11 @@ def _sum_gradients(params: list[torch.nn.Parameter], ranks: Ranks) -> None:
         p.grad.copy_(g.view_as(p))
 
 
-def _with_mirror(net: PolicyValueNet, batch: Rollout) -> Rollout:
-    cols = batch.legal.shape[1]
-    planes = mirror_planes(batch.planes)
-    legal = batch.legal.flip(1)
-    actions = cols - 1 - batch.actions
+def _with_mirror(net: PolicyValueNet, batch: Rollout, mirror: Symmetry) -> Rollout:
+    """`batch` and its image under `mirror`, whose old log-probs come from `net` as it is."""
+    planes = mirror.observation(batch.planes)
+    legal = mirror.policy(batch.legal)
+    actions = mirror.action(batch.actions)
     with torch.no_grad():
         logits, _ = net(planes, legal)
         logprobs = torch.log_softmax(logits, 1).gather(1, actions[:, None]).squeeze(1)
@@ -295,7 +298,7 @@ def train(
         start = time.perf_counter()
         games = config.games // ranks.world
         rollout, wdl = collect(net, opponents, games, gen, geometry, config.gae_lambda, config.opening_plies)
-        losses = ppo_update(net, optimizer, rollout, config, gen, ranks)
+        losses = ppo_update(net, optimizer, rollout, config, gen, ranks, geometry)
         metrics = {f"losses/{k}": v for k, v in losses.items()}
         # every rank's games and decisions, in one all-reduce: W/D/L rows, then the decisions
         rows = [[r.win, r.draw, r.loss] for r in wdl.values()] + [[len(rollout), 0, 0]]

@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings
 
-from c4core.batch import Boards, mirror_planes
+from c4core.batch import Boards
 from c4core.game import NUM_PLANES, STANDARD, Geometry, Position
 
 PROPERTY = settings(
@@ -134,15 +133,3 @@ def test_result_codes():
     b.play(torch.tensor([0, 2]))
     assert b.result.tolist() == [1, 0] and b.done.tolist() == [True, False]
     assert b.first_player_to_move().tolist() == [False, False]
-
-
-@PROPERTY
-@given(data=st.data(), g=st.sampled_from([STANDARD, Geometry(4, 4, 3), Geometry(5, 6, 4)]))
-def test_mirror_planes(data, g, move_strategy):
-    moves = data.draw(st.lists(move_strategy(g), min_size=1, max_size=8))
-    positions = [Position.from_moves(m, g) for m in moves]
-    planes = Boards.from_positions(positions).planes()
-    mirrored = Boards.from_positions([p.mirror() for p in positions]).planes()
-    assert torch.equal(mirror_planes(planes), mirrored)
-    assert torch.equal(mirror_planes(mirror_planes(planes)), planes)
-    np.testing.assert_array_equal(mirror_planes(planes).numpy(), planes.numpy()[..., ::-1])

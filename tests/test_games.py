@@ -171,6 +171,7 @@ def test_symmetries_map_games_to_equal_games(game: Game) -> None:
         values = torch.arange(game.num_actions, dtype=torch.float32)
         moved = s.policy(values)
         assert all(moved[s.actions[a]] == a for a in range(game.num_actions))
+        assert s.action(torch.arange(game.num_actions)).tolist() == list(s.actions)
 
 
 def test_unknown_games_and_parameters_are_refused_by_name() -> None:

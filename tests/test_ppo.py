@@ -20,10 +20,11 @@ import pytest
 import torch
 from groups import in_group
 
-from c4core.batch import Boards, mirror_planes
+from c4core.batch import Boards
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
 from c4core.game import STANDARD
+from c4core.games import ConnectFour
 from c4core.match import WDL, play_match
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ppo import Rollout, _with_mirror, collect, gae, ppo_update, train
@@ -206,13 +207,13 @@ def test_mirror_doubles_the_batch(net, rollout, gen, mirror: bool) -> None:
 
 
 def test_mirrored_half_has_logprobs_from_the_net(net: PolicyValueNet, rollout: Rollout) -> None:
-    doubled = _with_mirror(net, rollout)
+    doubled = _with_mirror(net, rollout, ConnectFour().symmetries[1])
     n = len(rollout)
     assert len(doubled) == 2 * n
     first, second = slice(0, n), slice(n, 2 * n)
     for name in ("planes", "legal", "actions", "logprobs", "values", "advantages", "returns"):
         assert torch.equal(getattr(doubled, name)[first], getattr(rollout, name))
-    assert torch.equal(doubled.planes[second], mirror_planes(rollout.planes))
+    assert torch.equal(doubled.planes[second], rollout.planes.flip(-1))  # the board, left to right
     assert torch.equal(doubled.legal[second], rollout.legal.flip(1))
     assert torch.equal(doubled.actions[second], 6 - rollout.actions)
     assert bool(doubled.legal[second].gather(1, doubled.actions[second, None]).all())

@@ -42,6 +42,10 @@ class Symmetry:
         flat = obs.reshape(*obs.shape[:-2], -1)
         return flat[..., list(self.cells)].reshape(obs.shape)
 
+    def action(self, actions: torch.Tensor) -> torch.Tensor:
+        """The images of a tensor of action indices: action ``a`` becomes ``actions[a]``."""
+        return actions.new_tensor(self.actions)[actions]
+
     def policy(self, probs: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
         """The image of per-action values ``[..., num_actions]``: the value of action ``a`` moves
         to action ``actions[a]``."""
