@@ -56,7 +56,7 @@ from c4core.batch import Boards
 from c4core.bots import Player, play_opening
 from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.game import STANDARD, Geometry, Position
-from c4core.games import game_of
+from c4core.games import ConnectFour
 from c4core.match import WDL
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ranks import ALONE, Ranks
@@ -304,6 +304,8 @@ def fit(
 ) -> dict[str, float]:
     """`steps` gradient steps on uniform minibatches of the replay window; mean losses."""
     device = next(net.parameters()).device
+    # every sample's images under the game's symmetries (the mirror here)
+    images = ConnectFour(geometry).symmetries[1:] if config.mirror else ()
     net.train()
     totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
     for _ in range(steps):
@@ -312,8 +314,7 @@ def fit(
         boards = batch.boards(geometry)
         planes, legal = boards.planes(), boards.legal()
         policy, value = batch.policy, batch.value
-        if config.mirror:  # every sample's images under the game's symmetries (the mirror here)
-            images = game_of(boards).symmetries[1:]
+        if images:
             planes = torch.cat((planes, *(s.observation(planes) for s in images)))
             legal = torch.cat((legal, *(s.policy(legal) for s in images)))
             policy = torch.cat((policy, *(s.policy(policy) for s in images)))

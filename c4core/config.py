@@ -30,7 +30,7 @@ LEAGUE_GAMES = ("connect4",)
 """The games the league's learners (PPO and the AlphaZero-style one) can train on: Connect Four
 on any board (`c4core.games.connect4`), its named variants included. The others play through the
 game interface (rules, search) but have no league learner yet."""
-LEAGUE_VARIANTS = tuple(v for v, (game, _) in VARIANTS.items() if game in LEAGUE_GAMES)
+LEAGUE_VARIANTS = tuple(v for v, game in VARIANTS.items() if game.name in LEAGUE_GAMES)
 """The named variants (`c4core.games.VARIANTS`) a league can be asked for by one name: the
 choices of the trigger form's Game field."""
 

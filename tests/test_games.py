@@ -185,9 +185,9 @@ def test_unknown_games_and_parameters_are_refused_by_name() -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_named_variant_is_the_game_on_its_board_and_names_itself(variant: str) -> None:
-    game, params = VARIANTS[variant]
-    assert load(variant) == load(game, **params)
-    assert load(variant).variant == variant
+    game = VARIANTS[variant]
+    assert load(variant) == load(game.name, **game.params) == game
+    assert game.variant == variant
     titles = {load(v).title for v in VARIANTS}
     assert len(titles) == len(VARIANTS)  # a person can tell every variant apart by its title
 

@@ -36,29 +36,33 @@ GAMES: dict[str, Callable[..., Game]] = {
 """Every registered game: its name, and a factory taking its parameters as keywords."""
 
 
-VARIANTS: dict[str, tuple[str, dict[str, int]]] = {
-    "connect4": ("connect4", {}),
-    "connect3-4x4": ("connect4", {"rows": 4, "cols": 4, "connect": 3}),
-    "dots-and-boxes-3x3": ("dots_and_boxes", {"rows": 3, "cols": 3}),
-    "dots-and-boxes-4x4": ("dots_and_boxes", {"rows": 4, "cols": 4}),
+VARIANTS: dict[str, Game] = {
+    game.variant: game
+    for game in (
+        ConnectFour(),
+        ConnectFour(Geometry(rows=4, cols=4, connect=3)),
+        DotsAndBoxes(Boxes(rows=3, cols=3)),
+        DotsAndBoxes(Boxes(rows=4, cols=4)),
+    )
 }
-"""The named variants a user can ask for by one name (``c4 league --game connect3-4x4``): the
-game each is and its parameters. A variant's name is its game's `Game.variant`, so each names
-one registered model."""
+"""The named variants a user can ask for by one name (``c4 league --game connect3-4x4``), each
+under its own `Game.variant`, which also names its registered model."""
 
 
 def load(name: str, **params: int) -> Game:
     """The game or named variant `name` (`GAMES`, `VARIANTS`) with `params` replacing its own
     (the game's defaults for the rest); `ValueError` for an unknown name, an unknown parameter
     or a bad value."""
-    game, preset = VARIANTS.get(name, (name, {}))
-    if game not in GAMES:
+    if name not in GAMES and name in VARIANTS:  # a game's own name is its default variant's too
+        variant = VARIANTS[name]
+        return load(variant.name, **{**variant.params, **params})
+    if name not in GAMES:
         known = sorted(set(GAMES) | set(VARIANTS))
         raise ValueError(f"unknown game {name!r}: choose one of {', '.join(known)}")
     try:
-        return GAMES[game](**(preset | params))
+        return GAMES[name](**params)
     except TypeError as e:  # an unknown keyword
-        raise ValueError(f"bad parameters for {game}: {e}") from None
+        raise ValueError(f"bad parameters for {name}: {e}") from None
 
 
 def game_of(states: Any) -> Game:
