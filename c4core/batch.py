@@ -145,6 +145,10 @@ class Boards:
     def observation(self) -> torch.Tensor:
         return self.planes()
 
+    def keys(self) -> torch.Tensor:
+        """[n] int64: each game's `Position.key`."""
+        return self.mask + self.current + self.geometry.bottom_mask
+
     def state(self, i: int) -> Position:
         return self.position(i)
 

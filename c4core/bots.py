@@ -34,6 +34,11 @@ class Player(ABC):
         Each returned column of an unfinished game must be legal.
         """
 
+    def policy(self, boards: Boards) -> torch.Tensor | None:
+        """The distribution `act` draws from, [n, actions] (0 on illegal actions), where the
+        player can say it; None where it cannot (a scripted bot's tie-breaks)."""
+        return None
+
     def act_position(self, position: Position, generator: torch.Generator | None = None) -> int:
         """Convenience for a single position (the API, the play page, tests)."""
         from c4core.batch import Boards

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from c4core.config import MAIN_LEARNERS, TABULAR_CELLS, TABULAR_LEARNERS
 from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
@@ -124,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_roles,
         help="the league's learners, comma-separated: main first, then main-exploiter and/or "
         "league-exploiter (default: the profile's)",
+    )
+    lg.add_argument(
+        "--learner",
+        choices=MAIN_LEARNERS,
+        help="the main agent's learner: ppo (the default; the profile's AlphaZero-style generations "
+        "follow it), or q-learning or sarsa, a table of every position, for boards of at most "
+        f"{TABULAR_CELLS} cells (--game connect3-4x4)",
     )
     lg.add_argument(
         "--ranks",
@@ -348,6 +356,7 @@ def cmd_league(args: argparse.Namespace) -> int:
         match_games=args.match_games,
         seed=args.seed,
         roles=args.roles,
+        learner=args.learner,
         ranks=args.ranks,
         precision=args.precision,
         native_bfloat16=native_bfloat16(),
@@ -380,10 +389,10 @@ def cmd_league(args: argparse.Namespace) -> int:
     else:
         store = LocalStore(Path(args.dir or "runs") / config.name)
         where = str(store.root)
+    net = f"net {config.net.blocks}x{config.net.channels} in {config.net.precision}, "
     print(
         f"league {config.name!r}: profile {config.profile}, {config.board.title}, "
-        f"{config.describe_training()}, net "
-        f"{config.net.blocks}x{config.net.channels} in {config.net.precision}, "
+        f"{config.describe_training()}, {'' if config.main_learner in TABULAR_LEARNERS else net}"
         f"{config.match_games} games per pairing, store {where}"
         + (f", suite {suite}" if suite is not None else ""),
         file=sys.stderr,

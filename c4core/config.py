@@ -30,6 +30,16 @@ LEAGUE_GAMES = ("connect4",)
 """The games the league's learners (PPO and the AlphaZero-style one) can train on: Connect Four
 on any board (`c4core.games.connect4`), its named variants included. The others play through the
 game interface (rules, search) but have no league learner yet."""
+NET_LEARNERS = ("ppo", "alphazero")
+"""The learners that train a network."""
+TABULAR_LEARNERS = ("q-learning", "sarsa")
+"""The learners that fit a table of every position (`c4core.tabular`)."""
+MAIN_LEARNERS = ("ppo", *TABULAR_LEARNERS)
+"""The learners a league's main agent can be given (`LeagueConfig.main_learner`)."""
+TABULAR_CELLS = 16
+"""The largest board, in cells, a tabular learner takes: Connect-3 on 4x4 has 23,930 positions in
+play, and they are enumerated in Python."""
+
 LEAGUE_VARIANTS = tuple(v for v, game in VARIANTS.items() if game.name in LEAGUE_GAMES)
 """The named variants (`c4core.games.VARIANTS`) a league can be asked for by one name: the
 choices of the trigger form's Game field."""
@@ -183,6 +193,39 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
+class TabularConfig:
+    """Tabular Q-learning and SARSA hyperparameters per generation (`c4core.tabular`), after
+    C3RL's Connect-3 experiment: its ε schedule, with the α and γ it did not state chosen here."""
+
+    iterations: int = 10
+    """Iterations per generation: each plays `games` self-play games and records its metrics."""
+    games: int = 1000
+    """Self-play games per iteration."""
+    alpha: float = 0.1
+    """Step size: how far one update moves an action's value toward its target."""
+    gamma: float = 0.99
+    """Discount per move: below 1, of two wins the table prefers the sooner."""
+    epsilon_start: float = 0.3
+    """Exploration at the league's first game: ε = max(`epsilon_min`, `epsilon_start` (1 - g/G))
+    for the league's game g, G being `schedule_games`."""
+    epsilon_min: float = 0.02
+    """The floor of that schedule."""
+    schedule_games: int = 100_000
+    """G, the games over which ε falls to its floor (C3RL's 100,000): a fixed span, so a league
+    run for more generations replays its first ones unchanged."""
+    parallel: int = 64
+    """Games stepped at once; the updates of one step to one position and action are averaged."""
+
+    def __post_init__(self) -> None:
+        if min(self.iterations, self.games, self.parallel, self.schedule_games) < 1:
+            raise ValueError("tabular iterations, games, parallel and schedule_games must be at least 1")
+        if not 0.0 < self.alpha <= 1.0 or not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"tabular alpha and gamma must be within (0, 1], got {self.alpha}, {self.gamma}")
+        if not 0.0 <= self.epsilon_min <= self.epsilon_start <= 1.0:
+            raise ValueError("tabular epsilons need 0 <= epsilon_min <= epsilon_start <= 1")
+
+
+@dataclass(frozen=True)
 class AlphaZeroConfig:
     """Hyperparameters of the AlphaZero-style learner, per generation."""
 
@@ -290,6 +333,13 @@ class LeagueConfig:
     alphazero_from: int = 0
     """First generation trained by the AlphaZero-style learner, continuing from the previous
     snapshot; earlier generations train by PPO. 0: PPO throughout."""
+    main_learner: str = field(default="ppo", metadata={HASHED: "when-changed"})
+    """The main agent's learner (`c4core.learners.LEARNERS`): ``"ppo"`` (and the AlphaZero-style
+    learner from `alphazero_from` on), or a tabular one, ``"q-learning"`` or ``"sarsa"``, which
+    self-plays a table of every position (boards of at most `TABULAR_CELLS` cells). Exploiters
+    always learn by PPO, so a league may mix a table and networks."""
+    tabular: TabularConfig = field(default_factory=TabularConfig)
+    """Tabular learner hyperparameters per generation (with a tabular `main_learner`)."""
     net: NetConfig = field(default_factory=NetConfig)
     """Network shape."""
     match_games: int = 400
@@ -313,7 +363,8 @@ class LeagueConfig:
     is a champion."""
     exploiter_base: str = field(default="first", metadata={HASHED: "when-changed"})
     """Where a main exploiter starts, and restarts after a reset: ``"first"``, the main agent's
-    first snapshot, or ``"fresh"``, a new network. A league exploiter starts there too. From the
+    first snapshot, or ``"fresh"``, a new network. A league exploiter starts there too. With a
+    tabular main agent they start fresh: a network cannot start from a table. From the
     first snapshot, a `cpu` league's exploiter scored 0.50-0.61 against every later champion,
     from a fresh net 0.01-0.18 (docs/BENCHMARKS.md)."""
     exploiter_reset_score: float = field(default=0.7, metadata={HASHED: "when-changed"})
@@ -380,6 +431,18 @@ class LeagueConfig:
                 "other games have rules and search but no league learner yet"
             )
         _ = self.board  # a bad board size fails here, naming it
+        if self.main_learner not in MAIN_LEARNERS:
+            raise ValueError(
+                f"unknown main learner {self.main_learner!r}: choose from {', '.join(MAIN_LEARNERS)}"
+            )
+        if self.main_learner in TABULAR_LEARNERS:
+            if self.rows * self.cols > TABULAR_CELLS:
+                raise ValueError(
+                    f"a {self.main_learner} table needs a board of at most {TABULAR_CELLS} cells, "
+                    f"not {self.rows}x{self.cols}: try --game connect3-4x4"
+                )
+            if self.alphazero_from:
+                raise ValueError(f"a {self.main_learner} main agent learns by itself: no alphazero_from")
         if self.net.rows != self.rows or self.net.cols != self.cols:
             raise ValueError("the network's board size must match the league's")
 
@@ -399,9 +462,18 @@ class LeagueConfig:
         return self.board.variant
 
     def learner(self, generation: int, role: str = "main") -> str:
-        """Which learner trains `role`'s snapshot of `generation`: ``"ppo"`` or ``"alphazero"``
-        (the main agent's from `alphazero_from` on; exploiters always PPO)."""
-        return "alphazero" if role == MAIN and 0 < self.alphazero_from <= generation else "ppo"
+        """Which learner trains `role`'s snapshot of `generation`: the main agent's
+        (`main_learner`, or ``"alphazero"`` from `alphazero_from` on); exploiters' ``"ppo"``."""
+        if role != MAIN:
+            return "ppo"
+        return "alphazero" if 0 < self.alphazero_from <= generation else self.main_learner
+
+    def learner_config(
+        self, generation: int, role: str = "main"
+    ) -> PPOConfig | AlphaZeroConfig | TabularConfig:
+        """The hyperparameters of the learner of `role`'s snapshot of `generation`."""
+        learner = self.learner(generation, role)
+        return self.tabular if learner in TABULAR_LEARNERS else getattr(self, learner)
 
     def roles_at(self, generation: int) -> tuple[str, ...]:
         """The roles that train a snapshot in `generation`: the main agent alone in the first
@@ -410,15 +482,21 @@ class LeagueConfig:
 
     def ranks(self, generation: int, role: str = "main") -> int:
         """Data-parallel processes `role`'s learner of `generation` trains on (its learner's)."""
-        return (self.alphazero if self.learner(generation, role) == "alphazero" else self.ppo).ranks
+        return getattr(self.learner_config(generation, role), "ranks", 1)
 
     def iterations(self, generation: int, role: str = "main") -> int:
         """Training iterations of `role`'s snapshot of `generation` (its learner's)."""
-        return (self.alphazero if self.learner(generation, role) == "alphazero" else self.ppo).iterations
+        return self.learner_config(generation, role).iterations
 
     def describe_training(self) -> str:
         """One line on how the generations train, for logs and model cards."""
-        p, a = self.ppo, self.alphazero
+        p, a, t = self.ppo, self.alphazero, self.tabular
+        if self.main_learner in TABULAR_LEARNERS:
+            return (
+                f"{self.generations} {self.main_learner} generation(s) x {t.iterations} iterations x "
+                f"{t.games} self-play games, one table for both seats (alpha {t.alpha}, gamma {t.gamma}, "
+                f"epsilon {t.epsilon_start} falling to {t.epsilon_min})"
+            )
         ppo_gens = (
             self.generations if not self.alphazero_from else min(self.generations, self.alphazero_from - 1)
         )
@@ -455,6 +533,7 @@ class LeagueConfig:
             search[key] = az.pop(key)
         d["alphazero"] = AlphaZeroConfig(**az, search=replace(AlphaZeroConfig().search, **search))
         d["ppo"] = PPOConfig(**d.get("ppo", {}))
+        d["tabular"] = TabularConfig(**d.get("tabular", {}))
         d["net"] = NetConfig(**d.get("net", {}))
         if "roles" in d:  # JSON and MLflow give a list back
             d["roles"] = tuple(d["roles"])
@@ -466,6 +545,10 @@ class LeagueConfig:
         names = {"name", "generations", "profile", "device", "gating_games", "gating_score", "processes"}
         if not self.alphazero_from:  # no generation uses the AlphaZero learner
             names |= {"alphazero", "alphazero_from"}
+        if self.main_learner in TABULAR_LEARNERS and len(self.roles) == 1:  # no network trains
+            names |= {"ppo", "net"}
+        else:
+            names.add("tabular")
         if self.opponent_sampling != "pfsp" and not self.alphazero.league_share and len(self.roles) == 1:
             names.add("pfsp_prior")
         if len(self.roles) == 1:  # no exploiter: how exploiters start and reset changes nothing
@@ -578,7 +661,12 @@ def with_training(
     change = {k: v for k, v in (("iterations", iterations), ("games", games)) if v is not None}
     if not change:
         return config
-    return replace(config, ppo=replace(config.ppo, **change), alphazero=replace(config.alphazero, **change))
+    return replace(
+        config,
+        ppo=replace(config.ppo, **change),
+        alphazero=replace(config.alphazero, **change),
+        tabular=replace(config.tabular, **change),
+    )
 
 
 def league_config(
@@ -599,13 +687,15 @@ def league_config(
     rows: int | None = None,
     cols: int | None = None,
     connect: int | None = None,
+    learner: str | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
     and games those of both learners, and so are `ranks`; `precision`,
     `NetConfig.precision`). `game` is a game or a named variant (`c4core.games.VARIANTS`:
     ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
-    for that board. A precision of None or ``"auto"`` keeps the profile's, but a
+    for that board. `learner` is the main agent's (`LeagueConfig.main_learner`). A precision
+    of None or ``"auto"`` keeps the profile's, but a
     bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
     emulated, it is several times slower, not faster. A ValueError names a
@@ -616,6 +706,7 @@ def league_config(
         "seed": seed,
         "device": device,
         "roles": tuple(roles) if roles is not None else None,
+        "main_learner": learner,
     }
     board = {k: v for k, v in (("rows", rows), ("cols", cols), ("connect", connect)) if v is not None}
     if game is not None or board:

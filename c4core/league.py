@@ -2,12 +2,14 @@
 
 Members are the two scripted bots plus one frozen snapshot per generation and role (``gen1``,
 ``gen2``, ... for the main agent; ``gen2-me`` and ``gen2-le`` for its exploiters). A generation
-trains every role's learner at once, each in a process of its own (`train_learners`):
+trains every role's learner at once, each in a process of its own (`train_learners`); which
+learner trains a role is the config's to say, and `c4core.learners` holds them all:
 
 - the **main agent**, continuing from its previous snapshot: PPO against the bots, three
   snapshots and itself (the highest-rated, or drawn by prioritized fictitious self-play,
   `pfsp_weights`), or, from generation `alphazero_from` on, the AlphaZero-style learner against
-  itself with search, a `league_share` of its games against members drawn by PFSP;
+  itself with search, a `league_share` of its games against members drawn by PFSP; or a tabular
+  learner (`main_learner`) by self-play;
 - the **main exploiter** (AlphaStar's), by PPO against the current champion only. It starts
   from `exploiter_base` and starts again once it beats the champion it trained on in
   `exploiter_reset_score` of its games, or after `exploiter_reset_generations` generations
@@ -48,13 +50,12 @@ import numpy as np
 import torch
 from torch import distributed
 
-from c4core.alphazero import train as train_alphazero
 from c4core.bots import BOTS, Player
 from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
+from c4core.learners import LEARNERS, TrainingJob
 from c4core.match import WDL, MatchResult, head_to_head, play_match
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.ppo import train as train_ppo
+from c4core.net import Checkpoint
 from c4core.ranks import ALONE, RANK_TIMEOUT, Ranks, joined, rendezvous
 
 
@@ -187,6 +188,8 @@ def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int, ro
         return [target]
     if role == "league-exploiter":
         return _pfsp_pick(results, config, generation, role, league)
+    if LEARNERS[config.learner(generation)].self_play:
+        return ["self"]
     if config.learner(generation) == "alphazero":
         share = config.alphazero.league_share
         return ["self"] + (_pfsp_pick(results, config, generation, role, snaps) if share else [])
@@ -302,14 +305,15 @@ def load_member(store: LeagueStore, name: str, config: LeagueConfig, greedy: boo
     if generation is not None and role is not None:
         ckpt = store.snapshot(generation, role)
         if ckpt is not None:
-            return NetPlayer(ckpt.build(config.device), name=name, greedy=greedy)
+            return ckpt.player(name, greedy, config.device)
     raise ValueError(f"league {config.name!r} has no member {name!r}")
 
 
 def starting_point(store: LeagueStore, config: LeagueConfig, generation: int, role: str = MAIN) -> str | None:
     """The snapshot `role`'s learner starts `generation` from (None: a fresh network). The main
     agent and the league exploiter continue from their previous snapshot; the main exploiter
-    too, unless it starts again (`main_exploiter_start`) from `exploiter_base`."""
+    too, unless it starts again (`main_exploiter_start`) from `exploiter_base` (a fresh network
+    where the main agent is a table)."""
     if role == MAIN:
         return snapshot_name(generation - 1) if generation > 1 else None
     restart = generation == 2 or (
@@ -317,7 +321,9 @@ def starting_point(store: LeagueStore, config: LeagueConfig, generation: int, ro
     )
     if not restart:
         return snapshot_name(generation - 1, role)
-    return snapshot_name(1) if config.exploiter_base == "first" else None
+    # an exploiter learns by PPO, so it can only start from a network
+    first = config.exploiter_base == "first" and LEARNERS[config.learner(1)].kind == "net"
+    return snapshot_name(1) if first else None
 
 
 def train_generation(
@@ -348,8 +354,7 @@ def train_generation(
     if config.ranks(generation, role) > 1:
         ranked = _learner_ranks(store, config, generation, opponents, role)
     with ranked or nullcontext(ALONE) as ranks:
-        net, optimizer = _train(store, config, generation, opponents, role, ranks, record)
-    ckpt = Checkpoint.of(net, config.geometry, generation, optimizer, config.to_dict(), role)
+        ckpt = _train(store, config, generation, opponents, role, ranks, record)
     store.save_snapshot(ckpt, metrics)
     return ckpt
 
@@ -362,40 +367,26 @@ def _train(
     role: str,
     ranks: Ranks,
     record: Callable[[int, dict[str, float]], None] | None,
-) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
-    """`role`'s learner of `generation`, set up and trained as rank `ranks.rank` by its learner
-    (`record` follows its iterations); the trained network and optimizer."""
-    net, optimizer, players, seed = _learner_setup(store, config, generation, opponents, role)
-    if config.learner(generation, role) == "alphazero":
-        members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
-        train_alphazero(net, config.alphazero, seed, config.geometry, optimizer, record, members, ranks)
-    else:
-        train_ppo(net, config.ppo, players, seed, config.geometry, optimizer, record, ranks)
-    return net, optimizer
-
-
-def _learner_setup(
-    store: LeagueStore, config: LeagueConfig, generation: int, opponents: list[str], role: str
-) -> tuple[PolicyValueNet, torch.optim.Optimizer, list[Player | None], int]:
-    """What `role`'s learner of `generation` starts from: its network and optimizer (from its
-    `starting_point`), its opponents as players, and its training seed. The same on every
-    rank, which is what keeps the ranks' replicas equal."""
+) -> Checkpoint:
+    """`role`'s snapshot of `generation`, trained as rank `ranks.rank` by its learner
+    (`c4core.learners.LEARNERS`), from its `starting_point` and with the league's seeds: the
+    same on every rank, which is what keeps the ranks' replicas equal. `record` follows its
+    iterations."""
     tag = "" if role == MAIN else f":{role}"  # the main agent's seeds are those from before roles
-    torch.manual_seed(_seed(config, generation, "init" + tag))
-    net = PolicyValueNet(config.net).to(config.device)
-    optimizer = torch.optim.Adam(net.parameters(), lr=config.ppo.learning_rate)
     start = starting_point(store, config, generation, role)
-    previous = load_snapshot(store, start) if start is not None else None
-    if previous is not None:
-        net.load_state_dict(previous.model)
-        if previous.optimizer and previous.role == role:  # its own run goes on; a restart is fresh
-            optimizer.load_state_dict(previous.optimizer)
-    if config.learner(generation, role) == "ppo":
-        for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
-            group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
-    # snapshots in training play stochastically, so the learner meets varied games
-    players = [None if o == "self" else load_member(store, o, config, greedy=False) for o in opponents]
-    return net, optimizer, players, _seed(config, generation, "train" + tag)
+    job = TrainingJob(
+        config,
+        generation,
+        role,
+        start=load_snapshot(store, start) if start is not None else None,
+        opponents=opponents,
+        load=lambda member: load_member(store, member, config, greedy=False),
+        init_seed=_seed(config, generation, "init" + tag),
+        seed=_seed(config, generation, "train" + tag),
+        record=record,
+        ranks=ranks,
+    )
+    return LEARNERS[config.learner(generation, role)].train(job)
 
 
 @contextmanager

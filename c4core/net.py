@@ -11,7 +11,8 @@ edge for the zero-padded convolutions. Giving the threat maps as input is what l
 CPU-sized net learn tactics in minutes rather than hours.
 
 Checkpoints are plain dicts of tensors and primitives written by `torch.save`, and read with
-``weights_only=True``, so loading one never unpickles arbitrary objects.
+``weights_only=True``, so loading one never unpickles arbitrary objects. A checkpoint holds a
+network or a tabular learner's table (`c4core.tabular`), and `Checkpoint.player` plays either.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from c4core.batch import Boards
 from c4core.bots import Player
 from c4core.config import NetConfig
 from c4core.game import NUM_PLANES, STANDARD, Geometry
+from c4core.games.connect4 import ConnectFour
+from c4core.tabular import QTable, TablePlayer
 
 _NEG = -1e9
 
@@ -133,6 +136,16 @@ class NetPlayer(Player):
         self.temperature = temperature
 
     @torch.no_grad()
+    def policy(self, boards: Boards) -> torch.Tensor:
+        """The greedy column as certain (the lowest of equal logits, as `argmax` picks), else the
+        softmax at `temperature`."""
+        device = next(self.net.parameters()).device
+        logits, _ = self.net(boards.planes().to(device), boards.legal().to(device))
+        if self.greedy:
+            return torch.nn.functional.one_hot(logits.argmax(1), logits.shape[1]).float().cpu()
+        return torch.softmax(logits / self.temperature, 1).cpu()
+
+    @torch.no_grad()
     def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
         device = next(self.net.parameters()).device
         legal = boards.legal()
@@ -148,12 +161,13 @@ class NetPlayer(Player):
 # ---- checkpoints --------------------------------------------------------------------------------
 @dataclass
 class Checkpoint:
-    """What a snapshot needs to resume training or to play."""
+    """What a snapshot needs to resume training or to play: a network's, or a table's
+    (`c4core.tabular`); `player` plays either."""
 
     model: dict[str, torch.Tensor]
-    """The network's state dict."""
-    net_config: NetConfig
-    """Its shape."""
+    """The network's state dict, or a table's ``q`` (a row per position, a column per action)."""
+    net_config: NetConfig | None
+    """The network's shape; None for a table."""
     geometry: Geometry = STANDARD
     """The game it plays."""
     generation: int = 0
@@ -165,11 +179,24 @@ class Checkpoint:
     role: str = "main"
     """The league role that trained it (`c4core.config.ROLES`); files from before roles are
     the main agent's."""
+    kind: str = "net"
+    """``"net"`` or ``"table"``: what `model` holds. Files from before tables are networks'."""
 
-    def build(self, device: str | torch.device = "cpu") -> PolicyValueNet:
+    def build(self, device: str | torch.device = "cpu") -> PolicyValueNet | QTable:
+        """The network (on `device`, in eval mode), or the table, ready to evaluate positions."""
+        if self.kind == "table":
+            return QTable(ConnectFour(self.geometry), self.model["q"].numpy())
+        assert self.net_config is not None
         net = PolicyValueNet(self.net_config)
         net.load_state_dict(self.model)
         return net.to(device).eval()
+
+    def player(self, name: str, greedy: bool = True, device: str | torch.device = "cpu") -> Player:
+        """The snapshot as a player: its network's (`NetPlayer`) or its table's (`TablePlayer`)."""
+        model = self.build(device)
+        if isinstance(model, QTable):
+            return TablePlayer(model, name=name, greedy=greedy)
+        return NetPlayer(model, name=name, greedy=greedy)
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -179,12 +206,13 @@ class Checkpoint:
             {
                 "format": 1,
                 "model": self.model,
-                "net_config": asdict(self.net_config),
+                "net_config": asdict(self.net_config) if self.net_config is not None else None,
                 "geometry": asdict(self.geometry),
                 "generation": self.generation,
                 "optimizer": self.optimizer,
                 "train_config": self.train_config,
                 "role": self.role,
+                "kind": self.kind,
             },
             tmp,
         )
@@ -205,12 +233,13 @@ class Checkpoint:
         try:
             return cls(
                 model=dict(raw["model"]),
-                net_config=NetConfig(**raw["net_config"]),
+                net_config=NetConfig(**raw["net_config"]) if raw["net_config"] is not None else None,
                 geometry=Geometry(**raw["geometry"]),
                 generation=int(raw["generation"]),
                 optimizer=raw["optimizer"],
                 train_config=dict(raw["train_config"]),
                 role=str(raw.get("role", "main")),
+                kind=_kind(raw.get("kind", "net")),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{path} is a damaged c4core checkpoint ({type(e).__name__}: {e})") from None
@@ -234,3 +263,28 @@ class Checkpoint:
             train_config=train_config or {},
             role=role,
         )
+
+    @classmethod
+    def of_table(
+        cls,
+        table: QTable,
+        geometry: Geometry,
+        generation: int = 0,
+        train_config: dict[str, Any] | None = None,
+        role: str = "main",
+    ) -> Checkpoint:
+        return cls(
+            model={"q": torch.from_numpy(table.q.copy())},
+            net_config=None,
+            geometry=geometry,
+            generation=generation,
+            train_config=train_config or {},
+            role=role,
+            kind="table",
+        )
+
+
+def _kind(kind: Any) -> str:
+    if kind not in ("net", "table"):
+        raise ValueError(f"unknown snapshot kind {kind!r}")
+    return str(kind)

@@ -56,12 +56,10 @@ def make_player(
     if spec.startswith("models:/"):
         if registry is None:
             raise ValueError(f"{spec} is a registry URI: it needs an MLflow tracking URI")
-        from c4core.net import NetPlayer
-
         ckpt, name = registry(spec)
         if ckpt.geometry != geometry:
             raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
-        return NetPlayer(ckpt.build(device), name=name)
+        return ckpt.player(name, device=device)
     if spec in BOTS:
         return BOTS[spec]()
     if spec == "perfect":
@@ -70,12 +68,12 @@ def make_player(
         return PerfectBot(geometry)
     path = Path(spec)
     if path.suffix == ".pt" or path.is_file():
-        from c4core.net import Checkpoint, NetPlayer  # torch loads only for networks
+        from c4core.net import Checkpoint  # torch loads only for snapshots
 
         ckpt = Checkpoint.load(path)
         if ckpt.geometry != geometry:
             raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
-        return NetPlayer(ckpt.build(device), name=path.stem)
+        return ckpt.player(path.stem, device=device)
     raise ValueError(
         f"unknown player {spec!r}: use random, tactical, lookahead, perfect, a checkpoint file (.pt), "
         "or a registry URI (models:/connect4@champion)"

@@ -70,7 +70,15 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
+from c4core.config import (
+    MAIN,
+    TABULAR_CELLS,
+    TABULAR_LEARNERS,
+    LeagueConfig,
+    generation_of,
+    role_of,
+    snapshot_name,
+)
 from c4core.elo import EloFit
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
@@ -502,12 +510,16 @@ def model_card(
         if role == MAIN
         else f"{c.ppo.iterations} PPO iterations x {c.ppo.games} games a generation"
     )
+    tabular = c.learner(generation, role) in TABULAR_LEARNERS
     lines = [
-        f"**{c.board.title} policy-value net**, snapshot `{member}` of league `{c.name}` "
-        f"(config `{store.config_hash}`, profile `{c.profile}`).",
+        f"**{c.board.title} {'action-value table' if tabular else 'policy-value net'}**, snapshot "
+        f"`{member}` of league `{c.name}` (config `{store.config_hash}`, profile `{c.profile}`).",
         "",
         f"- Role: {ROLE_CARD[role]}.",
-        f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels "
+        f"- Table: one row of action values per position in play, by {c.learner(generation, role)}, "
+        f"board {c.rows}x{c.cols}, connect {c.connect}; served without search (`simulations` 0)."
+        if tabular
+        else f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels "
         f"({c.net.precision} convolutions), board {c.rows}x{c.cols}, connect {c.connect}.",
         f"- Training: {training}.",
     ]
@@ -674,7 +686,6 @@ def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVers
     from `challenger`'s side, greedy nets, colours alternated, random openings. None when the
     two play different boards, so no match can compare them."""
     from c4core.match import play_match
-    from c4core.net import NetPlayer
 
     recorded = store.gating_record(str(challenger.version), str(holder.version))
     if recorded is not None:
@@ -685,8 +696,8 @@ def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVers
         return None
     c = store.config
     result = play_match(
-        NetPlayer(mine.build("cpu"), name=f"{challenger.name}/{challenger.version}"),
-        NetPlayer(theirs.build("cpu"), name=f"{holder.name}/{holder.version}"),
+        mine.player(f"{challenger.name}/{challenger.version}"),
+        theirs.player(f"{holder.name}/{holder.version}"),
         c.gating_games,
         seed=zlib.crc32(f"gating:{challenger.version}:{holder.version}:{c.seed}".encode()),
         opening_plies=c.opening_plies,
@@ -829,7 +840,6 @@ def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[st
     does not fit the league's board is a `ValueError`."""
     import math
 
-    from c4core.net import NetPlayer
     from c4core.suite import evaluate_suite, load_suite
 
     version = find_version(store, generation)
@@ -838,7 +848,7 @@ def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[st
     run, ckpt = store.generation_run(generation), store.snapshot(generation)
     assert run is not None and ckpt is not None  # a registered version has a finished run
     positions = load_suite(suite, ckpt.geometry)
-    player = NetPlayer(ckpt.build("cpu"), name=snapshot_name(generation), greedy=True)
+    player = ckpt.player(snapshot_name(generation))
     metrics = evaluate_suite(player, positions).metrics()
     logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: the cached run predates it
     if "suite/keeps_result" not in logged and "suite/counted" not in logged:
@@ -854,6 +864,52 @@ def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[st
     for k, v in tags.items():
         store.client.set_model_version_tag(version.name, version.version, k, v)
     return metrics
+
+
+NASH_CONV = "nash_conv"
+"""Version tag and generation-run metric: the snapshot's exact NashConv (`log_nash_conv`); on
+the league run, a tag saying why none is computed, where the board is too large."""
+LEAGUE_NASH_CONV = "league/nash_conv"
+"""League-run metric (step = generation): the NashConv of that generation's main-agent snapshot."""
+
+
+def log_nash_conv(store: MLflowStore, generation: int) -> dict[str, dict[str, float]]:
+    """On a board small enough to enumerate (`c4core.config.TABULAR_CELLS`), the exact NashConv
+    of every role's snapshot of `generation` as it plays its league matches (greedy;
+    `c4core.exploitability`): the ``nash_conv*`` metrics on its generation run, `NASH_CONV` on
+    its version (to 4 decimals) and, for the main agent, `LEAGUE_NASH_CONV` on the league run.
+    Returns what it computed, by member; a snapshot already tagged is skipped. The tag comes
+    last, so a rerun after a crash in between computes again (the same numbers) without
+    logging twice. On a larger board the league run's `NASH_CONV` tag says why there is none."""
+    from c4core.exploitability import nash_conv, policy_of
+
+    config = store.config
+    if config.rows * config.cols > TABULAR_CELLS:
+        reason = f"not computed: {config.board.title} has over {TABULAR_CELLS} cells, too many positions"
+        store.client.set_tag(store.league_run_id, NASH_CONV, reason)
+        return {}
+    done = {}
+    for role in config.roles_at(generation):
+        version, run = find_version(store, generation, role), store.generation_run(generation, role)
+        if version is None or run is None or NASH_CONV in version.tags:
+            continue
+        member = snapshot_name(generation, role)
+        ckpt = store.snapshot(generation, role)
+        assert ckpt is not None  # a finished run holds its snapshot
+        result = nash_conv(config.board, policy_of(ckpt.player(member), config.board))
+        metrics = result.metrics()
+        now = int(time.time() * 1000)
+        if not metrics.keys() & store.client.get_run(run.info.run_id).data.metrics.keys():
+            store.client.log_batch(
+                run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()]
+            )
+        if role == MAIN:
+            logged = {m.step for m in store.client.get_metric_history(store.league_run_id, LEAGUE_NASH_CONV)}
+            if generation not in logged:
+                store.client.log_metric(store.league_run_id, LEAGUE_NASH_CONV, result.value, now, generation)
+        store.client.set_model_version_tag(version.name, version.version, NASH_CONV, f"{result.value:.4f}")
+        done[member] = metrics
+    return done
 
 
 def _try_log_suite(store: MLflowStore, generation: int, suite: str | Path) -> None:
@@ -887,6 +943,7 @@ def after_generation(
             _try_log_suite(store, g, suite)  # before the report below, so its curve has this point
         update_ratings(store, report.fit, g)
         log_exploitability(store, g)
+        log_nash_conv(store, g)
         promote_champion(store, report.champion, report.fit, g)
         store.client.set_tag(run.info.run_id, FINALIZED, "true")
         run.data.tags[FINALIZED] = "true"  # the cached copy too

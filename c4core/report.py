@@ -398,10 +398,9 @@ def play_sample_game(
     import torch
 
     from c4core.bots import BOTS
-    from c4core.net import NetPlayer
 
     g = checkpoint.geometry
-    champ = NetPlayer(checkpoint.build("cpu"), name=name)
+    champ = checkpoint.player(name)
     bot = BOTS[opponent]()
     players = (champ, bot) if champion_first else (bot, champ)
     gen = torch.Generator().manual_seed(seed)

@@ -45,6 +45,7 @@ from mlflow.types.schema import AnyType, Array, ColSpec, DataType, ParamSchema, 
 
 from c4core.game import STANDARD, Geometry, Position
 from c4core.net import Checkpoint, PolicyValueNet
+from c4core.tabular import QTable
 
 MAX_SIMULATIONS = 4096
 """Upper bound on `simulations` per request, so one request cannot hold a worker for minutes;
@@ -176,14 +177,14 @@ def probe_of(params: Mapping[str, Any] | None, simulations: int, geometry: Geome
 
 
 def evaluate(
-    net: PolicyValueNet,
+    net: PolicyValueNet | QTable,
     positions: list[Position],
     simulations: int = 0,
     probe_from: int = 0,
     solver: Any = None,
 ) -> list[dict[str, Any]]:
     """One answer per live position: the chosen action (a column, also given as ``column``),
-    move probabilities and value. With
+    move probabilities and value, from a network or a table (`c4core.tabular.QTable`). With
     `probe_from`, search probes `solver` (a `c4core.solver.Solver`; a fresh one when None) at
     its leaves; a solver must not be shared by two calls at once (its table is not locked)."""
     import torch
@@ -225,7 +226,7 @@ class ProbingSolver:
         self._lock = threading.Lock()
 
     def evaluate(
-        self, net: PolicyValueNet, positions: list[Position], simulations: int, probe_from: int
+        self, net: PolicyValueNet | QTable, positions: list[Position], simulations: int, probe_from: int
     ) -> list[dict[str, Any]]:
         """`evaluate` with this solver's table (plain `evaluate` when `probe_from` is 0)."""
         if not probe_from:
@@ -244,7 +245,7 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
 
     def load_context(self, context: Any) -> None:
         ckpt = Checkpoint.load(context.artifacts["weights"])
-        self.geometry = ckpt.geometry
+        self.geometry, self.kind = ckpt.geometry, ckpt.kind
         self.net = ckpt.build("cpu")
         self.solver = ProbingSolver()
 
@@ -260,6 +261,10 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
         logging the model warns of nothing."""
         try:
             sims = simulations_of(params)
+            if sims and self.kind == "table":
+                raise BadInput(
+                    "this version is a table of every position, not searched: 'simulations' must be 0"
+                )
             probe = probe_of(params, sims, self.geometry)
             records = records_of(model_input)
             if not records:

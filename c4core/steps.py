@@ -62,6 +62,7 @@ SPEC_KEYS = (
     "roles",
     "precision",
     "game",
+    "learner",
 )
 """The keys of a resolved spec: the DAG's params, less the executor."""
 _NUMBERS = ("generations", "iterations", "games", "match_games")
@@ -93,6 +94,7 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     spec["profile"] = spec["profile"] or "cpu"
     config = _config(spec, "cpu")
     spec["game"] = config.variant
+    spec["learner"] = config.main_learner
     spec["generations"] = config.generations
     spec["roles"] = list(config.roles)
     # "auto" is resolved once, here, so that every task of the generation, and its pods, train
@@ -116,6 +118,7 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
         precision=spec.get("precision"),
         native_bfloat16=native_bfloat16(),
         game=spec.get("game") or None,
+        learner=spec.get("learner") or None,
         **settings,
     )
 

@@ -35,7 +35,13 @@ from typing import Any
 
 from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
-from c4core.config import LEAGUE_VARIANTS, PRECISIONS, ROLES  # config imports neither torch nor mlflow
+from c4core.config import (  # config imports neither torch nor mlflow
+    LEAGUE_VARIANTS,
+    MAIN_LEARNERS,
+    PRECISIONS,
+    ROLES,
+    TABULAR_CELLS,
+)
 
 DAG_ID = "connect4_league"
 EXECUTORS = ("in-process", "kubernetes")
@@ -94,6 +100,16 @@ PARAMS = {
         description_md="The game and board the league plays: `connect4` (Connect Four, 6x7) or "
         "`connect3-4x4` (three in a row on a 4x4 board). Each has a registered model of its own in "
         "MLflow, named so, and its champions never meet the other's.",
+    ),
+    "learner": Param(
+        "ppo",
+        type="string",
+        enum=list(MAIN_LEARNERS),
+        title="Learner",
+        description_md="How the main agent learns: `ppo` (a network; the profile's AlphaZero-style "
+        "generations follow it), or `q-learning` or `sarsa`, a table of every position, by "
+        f"self-play. A table needs a board of at most {TABULAR_CELLS} cells: choose the game "
+        "`connect3-4x4` with it.",
     ),
     "generations": Param(
         None,

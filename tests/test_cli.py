@@ -505,6 +505,48 @@ def test_a_connect3_league_on_4x4_registers_into_a_model_of_its_own(capsys, tmp_
     assert json.loads(out)["model_uri"] == "models:/connect3-4x4/1"
 
 
+@pytest.mark.parametrize("method", ["q-learning", "sarsa"])
+def test_a_tabular_league_registers_tables_each_with_its_nash_conv(
+    capsys, tmp_path: Path, method: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--name", "tab", "--game", "connect3-4x4",
+        "--learner", method, "--iterations", "2", "--games", "500", "--tracking-uri", uri,
+    )  # fmt: skip
+    assert rc == 0, err
+    assert f"2 {method} generation(s) x 2 iterations x 500 self-play games" in err and "net 1x" not in err
+    assert "Traceback" not in err and "was not logged" not in err  # the report drew a table's games too
+    client = MlflowClient(uri)
+    versions = sorted(client.search_model_versions("name = 'connect3-4x4'"), key=lambda v: int(v.version))
+    assert len(versions) == 2
+    for v in versions:
+        assert "action-value table" in v.description and f"by {method}" in v.description
+        exact = float(v.tags["nash_conv"])
+        metrics = client.get_run(v.run_id).data.metrics
+        assert metrics["nash_conv"] == pytest.approx(exact, abs=5e-5)
+        assert 0.0 <= exact <= 2.0
+        seats = metrics["nash_conv/best_response_first"], metrics["nash_conv/best_response_second"]
+        assert exact == pytest.approx(sum(seats), abs=5e-5)
+    league_run = client.get_run(versions[0].run_id).data.tags["mlflow.parentRunId"]
+    history = client.get_metric_history(league_run, "league/nash_conv")
+    assert [(m.step, m.value) for m in history] == [
+        (int(v.tags["generation"]), pytest.approx(float(v.tags["nash_conv"]), abs=5e-5)) for v in versions
+    ]
+    from c4core.registry import Tracking, load_checkpoint
+
+    ckpt, _ = load_checkpoint(Tracking.for_uri(uri), "models:/connect3-4x4@champion")
+    assert ckpt.kind == "table"
+
+
+def test_a_tabular_learner_on_a_large_board_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--learner", "sarsa")
+    assert_one_line_error(rc, out, err, "league", "at most 16 cells, not 6x7", "connect3-4x4")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "flags,words",
     [

@@ -21,6 +21,7 @@ from c4core.config import (
     NetConfig,
     PPOConfig,
     SearchConfig,
+    TabularConfig,
     generation_of,
     identity,
     league_config,
@@ -291,6 +292,30 @@ def test_roles_and_their_settings_enter_the_hash_only_when_used() -> None:
     assert replace(exploiting, exploiter_base="fresh").training_hash() != exploiting.training_hash()
     assert replace(exploiting, processes=1).training_hash() == exploiting.training_hash()
     assert LeagueConfig.from_dict(json.loads(json.dumps(exploiting.to_dict()))) == exploiting
+
+
+def test_a_tabular_main_learner_is_checked_and_its_settings_enter_the_hash_only_when_used() -> None:
+    h = SMOKE.training_hash()
+    assert replace(SMOKE, tabular=TabularConfig(alpha=0.5)).training_hash() == h  # no table trains
+    tab = league_config("smoke", "t", game="connect3-4x4", learner="sarsa")
+    assert (tab.main_learner, tab.learner(1), tab.learner(2, "main"), tab.ranks(1)) == ("sarsa",) * 3 + (1,)
+    assert tab.iterations(1) == tab.tabular.iterations and "sarsa generation(s)" in tab.describe_training()
+    assert replace(tab, tabular=TabularConfig(alpha=0.5)).training_hash() != tab.training_hash()
+    assert replace(tab, net=replace(tab.net, channels=4)).training_hash() == tab.training_hash()  # no net
+    assert with_training(tab, iterations=3, games=50).tabular == replace(tab.tabular, iterations=3, games=50)
+    assert LeagueConfig.from_dict(json.loads(json.dumps(tab.to_dict()))) == tab
+    for bad, message in (
+        (dict(learner="td"), "unknown main learner 'td'"),
+        (dict(learner="q-learning"), "needs a board of at most 16 cells, not 6x7"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            league_config("smoke", "t", **bad)
+    mixed = replace(tab, roles=("main", "main-exploiter"))  # its exploiter is a network
+    assert replace(mixed, net=replace(tab.net, channels=4)).training_hash() != mixed.training_hash()
+    with pytest.raises(ValueError, match="learns by itself: no alphazero_from"):
+        replace(tab, alphazero_from=2)
+    with pytest.raises(ValueError, match="tabular alpha and gamma"):
+        TabularConfig(gamma=0.0)
 
 
 def test_the_league_share_enters_the_hash_only_when_used() -> None:

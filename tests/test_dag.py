@@ -181,6 +181,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "roles",
         "precision",
         "game",
+        "learner",
     }
     assert set(dag.params) == expected
     for name in expected:
@@ -191,6 +192,8 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     assert dag.params.get_param("precision").schema["enum"] == ["auto", *PRECISIONS]
     assert dag.params.get_param("game").schema["enum"] == ["connect4", "connect3-4x4"]
     assert dag.params.get_param("game").value == "connect4"
+    assert dag.params.get_param("learner").schema["enum"] == ["ppo", "q-learning", "sarsa"]
+    assert dag.params.get_param("learner").value == "ppo"
     good = {
         "league": "a-b.c_1",
         "generations": 20,
@@ -200,8 +203,10 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "roles": ["main", "main-exploiter"],
         "precision": "bfloat16",
         "game": "connect3-4x4",
+        "learner": "sarsa",
     }
     bad = {
+        "learner": "dqn",
         "game": "dots-and-boxes-3x3",
         "precision": "half",
         "roles": ["main", "coach"],
@@ -350,6 +355,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "roles": ["main"],
         "precision": "float32",
         "game": "connect4",
+        "learner": "ppo",
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -375,6 +381,10 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
     assert small["game"] == "connect3-4x4" and steps._config(small).geometry == Geometry(4, 4, 3)
     with pytest.raises(ValueError, match="unknown game 'go'"):
         steps.resolve({"profile": "smoke", "game": "go"})
+    tab = steps.resolve({"profile": "smoke", "game": "connect3-4x4", "learner": "sarsa"})
+    assert tab["learner"] == "sarsa" and steps._config(tab).main_learner == "sarsa"
+    with pytest.raises(ValueError, match="at most 16 cells, not 6x7"):
+        steps.resolve({"profile": "smoke", "learner": "sarsa"})
 
 
 def test_a_trainer_request_names_a_role_that_trains_in_its_generation() -> None:
@@ -449,13 +459,10 @@ def state_text(state: Any) -> str:
     return str(getattr(state, "value", state))
 
 
-def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
-    migrated: Path, tmp_path: Path
-) -> None:
+def dag_test(uri: str, conf: dict) -> str:
+    """The state of a `dag.test()` run of `conf` into the tracking store at `uri`."""
     import torch
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    conf = {"league": "dagc3", "profile": "smoke", "generations": 1, "game": "connect3-4x4"}
     threads = torch.get_num_threads()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_TRACKING_URI", uri)
@@ -463,7 +470,15 @@ def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
             dr = load_dag().test(run_conf=conf)
         finally:
             torch.set_num_threads(threads)
-    assert state_text(dr.state) == "success"
+    return state_text(dr.state)
+
+
+def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
+    migrated: Path, tmp_path: Path
+) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    conf = {"league": "dagc3", "profile": "smoke", "generations": 1, "game": "connect3-4x4"}
+    assert dag_test(uri, conf) == "success"
     client = LeagueRun("", "", {}, uri).client()
     assert [m.name for m in client.search_registered_models()] == ["connect3-4x4"]
     (version,) = client.search_model_versions("name = 'connect3-4x4'")
@@ -471,11 +486,33 @@ def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
     assert client.get_model_version_by_alias("connect3-4x4", "champion").version == version.version
     params = client.get_run(version.run_id).data.params
     assert (params["game"], params["rows"], params["cols"], params["connect"]) == ("connect4", "4", "4", "3")
+    assert 0.0 <= float(version.tags["nash_conv"]) <= 2.0
     matches = client.search_runs(
         [client.get_run(version.run_id).info.experiment_id], "tags.`c4.kind` = 'match'"
     )
     pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
     assert pairs == [("gen1", "random"), ("gen1", "tactical")]
+
+
+def test_dag_test_runs_a_league_mixing_a_q_learning_table_and_a_network_exploiter(
+    migrated: Path, tmp_path: Path
+) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    conf = {"league": "mix", "profile": "smoke", "generations": 2, "game": "connect3-4x4"}
+    conf |= {"learner": "q-learning", "roles": ["main", "main-exploiter"], "iterations": 1, "games": 64}
+    assert dag_test(uri, conf) == "success"
+    client = LeagueRun("", "", {}, uri).client()
+    versions = {v.tags["member"]: v for v in client.search_model_versions("name = 'connect3-4x4'")}
+    assert set(versions) == {"gen1", "gen2", "gen2-me"}
+    from c4core.registry import Tracking, load_checkpoint
+
+    tracking = Tracking.for_uri(uri)
+    kinds = {
+        m: load_checkpoint(tracking, f"models:/connect3-4x4/{v.version}")[0].kind for m, v in versions.items()
+    }
+    assert kinds == {"gen1": "table", "gen2": "table", "gen2-me": "net"}
+    assert all(0.0 <= float(v.tags["nash_conv"]) <= 2.0 for v in versions.values())
+    assert client.get_run(versions["gen1"].run_id).data.params["main_learner"] == "q-learning"
 
 
 def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(league_run: LeagueRun) -> None:

@@ -79,6 +79,7 @@ def test_batched_and_scalar_states_agree_move_by_move(game: Game) -> None:
             assert tuple(batch.returns()[i].tolist()) == state.returns()
             if not state.is_terminal:
                 assert int(batch.to_move()[i]) == state.current_player()
+        assert batch.keys().tolist() == [s.key() for s in now]
         obs = batch.observation()
         assert obs.shape == (PLAYOUTS, *game.observation_shape) and obs.dtype == torch.float32
         live = [i for i, s in enumerate(now) if not s.is_terminal]
@@ -108,6 +109,21 @@ def test_returns_are_zero_sum_and_legal_moves_last_exactly_until_the_end(game: G
     assert len(seen) >= 2  # random play reaches more than one kind of result
     with pytest.raises(ValueError):
         states[0][-1].apply(0)
+
+
+@pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)
+def test_states_with_one_key_have_one_future(game: Game) -> None:
+    _, states = random_playouts(game, PLAYOUTS, seed=3)
+    by_key: dict[int, object] = {}
+    for state in (s for playout in states for s in playout):
+        assert 0 <= state.key() < 2**63
+        other = by_key.setdefault(state.key(), state)
+        assert other.legal_actions() == state.legal_actions()
+        mover = other.current_player(), state.current_player()
+        assert other.returns()[mover[0]] == state.returns()[mover[1]]
+        for a in state.legal_actions()[:2]:  # one move on, the keys still agree
+            assert other.apply(a).key() == state.apply(a).key()
+    assert len(by_key) > 100  # the playouts met many positions
 
 
 @pytest.mark.parametrize("game", GAMES_ON_BOARDS, ids=ids)

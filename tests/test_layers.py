@@ -24,10 +24,12 @@ LAYERS: list[set[str]] = [
     {"games"},  # the game interface and the registered games (Connect Four over game and batch)
     {"config"},  # every config and profile, the league's game named through the games' registry
     {"bots"},  # the player interface, random, tactical and lookahead, openings
+    {"tabular"},  # tables over a small game's every position, and Q-learning and SARSA to fit them
     {"net", "solver", "ranks"},  # the network; the exact solver; a learner's data-parallel processes
-    {"search", "suite"},
+    {"search", "suite", "exploitability"},  # ... and exact best responses on small games
     {"match", "elo"},
-    {"ppo", "alphazero", "players"},  # the learners (self-play), player specs
+    {"ppo", "alphazero", "players"},  # the network learners (self-play), player specs
+    {"learners"},  # the learner interface, and every learner by name
     {"league"},
     {"serving", "report"},
     {"registry"},  # MLflow: stores, versions, the champion, reading and logging reports

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import c4core.league as league
+import c4core.learners as learners
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import (
     BOT_NAMES,
@@ -176,7 +177,7 @@ def _forbid(*_args, **_kwargs):
 def test_resume_redoes_nothing(smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_store(smoke, tmp_path)
     before = {p.name: p.read_bytes() for p in root.iterdir()}
-    monkeypatch.setattr(league, "train_ppo", _forbid)
+    monkeypatch.setattr(learners, "train_ppo", _forbid)
     monkeypatch.setattr(league, "play_match", _forbid)
     again = run_league(LocalStore(root), SMOKE)
     assert again.fit.ratings == smoke.final.fit.ratings
@@ -194,7 +195,7 @@ def test_resume_after_a_killed_generation(
     lines = (root / "matches.jsonl").read_text().splitlines()
     (root / "matches.jsonl").write_text("\n".join(ln for ln in lines if "gen2" not in ln) + "\n")
     calls = {"train": 0, "play_match": 0}
-    real_train, real_play = league.train_ppo, league.play_match
+    real_train, real_play = learners.train_ppo, league.play_match
 
     def counting_train(*a, **k):
         calls["train"] += 1
@@ -204,7 +205,7 @@ def test_resume_after_a_killed_generation(
         calls["play_match"] += 1
         return real_play(*a, **k)
 
-    monkeypatch.setattr(league, "train_ppo", counting_train)
+    monkeypatch.setattr(learners, "train_ppo", counting_train)
     monkeypatch.setattr(league, "play_match", counting_play)
     again = run_league(LocalStore(root), SMOKE)
     assert calls == {"train": 1, "play_match": 3}
@@ -361,9 +362,9 @@ def test_mixed_league_trains_gen2_by_alphazero_on_the_same_ladder(
     assert [MIXED.learner(g) for g in (1, 2, 3)] == ["ppo", "alphazero", "alphazero"]
     assert MIXED.iterations(1) == MIXED.ppo.iterations and MIXED.iterations(2) == 1
     calls: list[str] = []
-    real_ppo, real_az = league.train_ppo, league.train_alphazero
-    monkeypatch.setattr(league, "train_ppo", lambda *a, **k: calls.append("ppo") or real_ppo(*a, **k))
-    monkeypatch.setattr(league, "train_alphazero", lambda *a, **k: calls.append("az") or real_az(*a, **k))
+    real_ppo, real_az = learners.train_ppo, learners.train_alphazero
+    monkeypatch.setattr(learners, "train_ppo", lambda *a, **k: calls.append("ppo") or real_ppo(*a, **k))
+    monkeypatch.setattr(learners, "train_alphazero", lambda *a, **k: calls.append("az") or real_az(*a, **k))
     reports: list[GenerationReport] = []
     iterations: list[tuple[str, int, dict[str, float]]] = []
     final = run_league(
@@ -548,7 +549,7 @@ def test_a_league_trains_each_learner_on_two_ranks_and_resumes(
     # only rank 0 records: each learner's iterations arrive once, whatever its ranks
     assert {m: seen.count(m) for m in set(seen)} == {m: RANKED.ppo.iterations for m in snaps}
     assert RANKED.training_hash() != replace(RANKED, ppo=SMOKE.ppo).training_hash()
-    monkeypatch.setattr(league, "train_ppo", _forbid)
+    monkeypatch.setattr(learners, "train_ppo", _forbid)
     monkeypatch.setattr(league, "play_match", _forbid)
     assert run_league(store, RANKED).fit.ratings == final.fit.ratings
 
@@ -603,13 +604,13 @@ def test_an_alphazero_generation_trains_on_two_ranks_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     worlds: list[int] = []
-    real = league.train_alphazero
+    real = learners.train_alphazero
 
     def spy(*args, **kwargs):
         worlds.append(args[-1].world)  # this process is rank 0; its rank 1 is a rank server
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(league, "train_alphazero", spy)
+    monkeypatch.setattr(learners, "train_alphazero", spy)
     store = LocalStore(tmp_path)
     seen: list[tuple[str, dict[str, float]]] = []
     final = run_league(store, AZ_RANKED, on_iteration=lambda member, i, m: seen.append((member, m)))
@@ -622,6 +623,6 @@ def test_an_alphazero_generation_trains_on_two_ranks_and_resumes(
         AZ_RANKED.training_hash()
         != replace(AZ_RANKED, alphazero=replace(AZ_RANKED.alphazero, ranks=1)).training_hash()
     )
-    monkeypatch.setattr(league, "train_alphazero", _forbid)
+    monkeypatch.setattr(learners, "train_alphazero", _forbid)
     monkeypatch.setattr(league, "play_match", _forbid)
     assert run_league(store, AZ_RANKED).fit.ratings == final.fit.ratings

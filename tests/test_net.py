@@ -8,7 +8,7 @@ plain c4core checkpoint without ever running code from the file.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -336,3 +336,41 @@ def test_checkpoint_keeps_the_precision_and_old_ones_load_as_float32(
     del raw["net_config"]["precision"]
     torch.save(raw, tmp_path / "old.pt")
     assert Checkpoint.load(tmp_path / "old.pt").net_config.precision == "float32"
+
+
+def test_a_table_checkpoint_round_trips_and_plays_its_table(tmp_path: Path) -> None:
+    from c4core.games import load
+    from c4core.tabular import QTable, TablePlayer
+
+    game = load("connect3-4x4")
+    q = np.random.default_rng(0).normal(size=(23_930, 4)).astype(np.float32)
+    ckpt = Checkpoint.of_table(QTable(game, q), game.geometry, generation=2, role="main")
+    ckpt.save(tmp_path / "t.pt")
+    back = Checkpoint.load(tmp_path / "t.pt")
+    assert (back.kind, back.net_config, back.generation, back.optimizer) == ("table", None, 2, None)
+    assert np.array_equal(back.build().q, q)
+    player = back.player("gen2")
+    assert isinstance(player, TablePlayer) and player.name == "gen2"
+    b = Boards.from_positions([Position.from_moves("12", game.geometry)])
+    row = back.build().index.rows(b.keys())[0]
+    assert player.act(b).tolist() == [int(np.where(b.legal()[0].numpy(), q[row], -np.inf).argmax())]
+
+
+def test_a_network_checkpoint_plays_as_a_net_player_and_unknown_kinds_are_refused(
+    tmp_path: Path, net: PolicyValueNet
+) -> None:
+    ckpt = Checkpoint.of(net)
+    assert ckpt.kind == "net" and isinstance(ckpt.player("x", greedy=False), NetPlayer)
+    raw = {
+        "format": 1,
+        "model": {},
+        "net_config": None,
+        "geometry": asdict(STANDARD),
+        "generation": 0,
+        "optimizer": None,
+        "train_config": {},
+        "kind": "forest",
+    }
+    torch.save(raw, tmp_path / "odd.pt")
+    with pytest.raises(ValueError, match="damaged c4core checkpoint.*unknown snapshot kind 'forest'"):
+        Checkpoint.load(tmp_path / "odd.pt")

@@ -100,3 +100,15 @@ def test_checkpoint_for_another_board(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="plays"):
         make_player(str(path))  # the standard board by default
     assert isinstance(make_player(str(path), odd), NetPlayer)
+
+
+def test_a_table_checkpoint_plays_as_its_table_and_refuses_search(tmp_path: Path) -> None:
+    from c4core.games import load
+    from c4core.tabular import QTable, TablePlayer
+
+    game = load("connect3-4x4")
+    Checkpoint.of_table(QTable(game), game.geometry, generation=3).save(tmp_path / "t3.pt")
+    player = make_player(str(tmp_path / "t3.pt"), game.geometry)
+    assert isinstance(player, TablePlayer) and player.name == "t3"
+    with pytest.raises(ValueError, match="search needs a network player"):
+        make_player(f"{tmp_path / 't3.pt'}+mcts8", game.geometry)

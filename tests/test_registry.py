@@ -30,6 +30,7 @@ from mlflow.tracking import MlflowClient
 from servers import Server, check_smoke_league_on_server, runs_of, tracking_server
 
 import c4core.league as league
+import c4core.learners as learners
 import c4core.match
 from c4core.config import LeagueConfig, NetConfig, profile, snapshot_name
 from c4core.elo import fit_elo
@@ -336,7 +337,7 @@ def rigged_league(
     """A one-generation smoke league whose training leaves a fresh net, or puts in the rig."""
     rig = tactical_net()
     monkeypatch.setattr(
-        league, "train_ppo", lambda net, *a, **k: net.load_state_dict(rig.state_dict()) if strong else None
+        learners, "train_ppo", lambda net, *a, **k: net.load_state_dict(rig.state_dict()) if strong else None
     )
     config = rigged_config(name)
     return run_league_tracked(MLflowStore(tracking, config), config)
@@ -405,7 +406,7 @@ def test_a_rerun_of_a_finished_league_trains_nothing_and_plays_nothing(
     def fail(*args, **kwargs):
         raise AssertionError("a finished league must not train or play")
 
-    monkeypatch.setattr(league, "train_ppo", fail)
+    monkeypatch.setattr(learners, "train_ppo", fail)
     monkeypatch.setattr(league, "play_match", fail)
     client = tracked.client
     count = {k: len(runs_of(client, k, "t", ViewType.ALL)) for k in ("league", "generation", "match")}

@@ -19,6 +19,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 import c4core.league as league
+import c4core.learners as learners
 from c4core import steps
 from c4core.cli import main
 from c4core.config import profile, snapshot_name
@@ -134,7 +135,7 @@ def test_a_rerun_neither_rescores_nor_duplicates(leagues: Leagues, monkeypatch: 
     def fail(*a, **k):
         raise AssertionError("a finished league must not train or play again")
 
-    monkeypatch.setattr(league, "train_ppo", fail)
+    monkeypatch.setattr(learners, "train_ppo", fail)
     monkeypatch.setattr(league, "play_match", fail)
     again = MLflowStore(leagues.tracking, WITH)
     run_league_tracked(again, WITH, suite=leagues.suite)
@@ -171,7 +172,7 @@ def test_a_finalized_league_given_a_suite_later_is_scored_on_rerun_and_a_bad_one
     db = Path(leagues.tracking.tracking_uri[len("sqlite:///") :])
     shutil.copy(db, folder / "mlflow.db")  # the artifacts stay where the copied store points
     tracking = Tracking(f"sqlite:///{folder / 'mlflow.db'}")
-    monkeypatch.setattr(league, "train_ppo", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(learners, "train_ppo", lambda *a, **k: pytest.fail("trained again"))
     store = MLflowStore(tracking, WITHOUT)
     with pytest.warns(UserWarning, match="not scored on the suite: no such suite file"):
         run_league_tracked(store, WITHOUT, suite=tmp_path / "missing.jsonl")  # registration goes on
@@ -201,7 +202,7 @@ def test_steps_take_the_suite_from_c4_suite_else_the_shared_dev_suite(
 def test_c4_league_rejects_a_bad_suite_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(league, "train_ppo", lambda *a, **k: pytest.fail("trained with a bad suite"))
+    monkeypatch.setattr(learners, "train_ppo", lambda *a, **k: pytest.fail("trained with a bad suite"))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"moves": "44", "scores": [0, 0]}\n')
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -197,30 +197,33 @@ def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> N
 # ---- over HTTP -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Three `mlflow models serve` processes: Connect Four's Production stage and champion alias,
-    and the champion of a Connect-3 league on 4x4, registered in the same store."""
+    """Four `mlflow models serve` processes: Connect Four's Production stage and champion alias,
+    and the champion of a Connect-3 league on 4x4, registered in the same store; and, from a
+    store of its own, the champion of a Connect-3 league whose main agent is a Q-learning table."""
     root = tmp_path_factory.mktemp("serving")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri, tables = f"sqlite:///{root / 'mlflow.db'}", f"sqlite:///{root / 'tables.db'}"
     MlflowClient(uri).search_experiments()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for config in (
-            profile("smoke", name="serve", generations=1),
-            league_config("smoke", "serve3", generations=1, game="connect3-4x4"),
+        for store_uri, config in (
+            (uri, profile("smoke", name="serve", generations=1)),
+            (uri, league_config("smoke", "serve3", generations=1, game="connect3-4x4")),
+            (tables, league_config("smoke", "q", generations=1, game="connect3-4x4", learner="q-learning")),
         ):
-            run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
+            run_league_tracked(MLflowStore(Tracking.for_uri(store_uri), config), config)
     finally:
         torch.set_num_threads(threads)
     procs, urls = [], {}
-    for key, model_uri in (
-        ("production", "models:/connect4/Production"),
-        ("champion", "models:/connect4@champion"),
-        ("connect3-4x4", "models:/connect3-4x4@champion"),
+    for key, store_uri, model_uri in (
+        ("production", uri, "models:/connect4/Production"),
+        ("champion", uri, "models:/connect4@champion"),
+        ("connect3-4x4", uri, "models:/connect3-4x4@champion"),
+        ("table", tables, "models:/connect3-4x4@champion"),
     ):
         port = free_port()
         env = os.environ | {
-            "MLFLOW_TRACKING_URI": uri,
+            "MLFLOW_TRACKING_URI": store_uri,
             "MODEL_URI": model_uri,
             "PORT": str(port),
             "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
@@ -234,7 +237,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     try:
         for (key, url), proc in zip(urls.items(), procs, strict=True):
             wait_for_http(f"{url}/ping", proc, root / f"{key}.log", f"mlflow models serve ({key})", 240)
-        yield urls
+        yield {**urls, "table-store": tables}
     finally:
         for proc in procs:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -333,3 +336,31 @@ def test_a_connect3_champion_on_4x4_answers_on_its_own_board(
     ):
         r = post(servers["connect3-4x4"], body)
         assert r.status_code == 400 and hint in r.json()["message"], (body, r.text[:300])
+
+
+@pytest.mark.slow
+def test_a_tabular_champion_answers_its_table_s_best_action(
+    servers: dict[str, str], rng, random_move_string
+) -> None:
+    """A Q-learning table served: every answer is legal and is the table's best action, its
+    probability shared by equal best actions, its value the best action's; it is not searched."""
+    from c4core.games import load
+    from c4core.registry import Tracking, load_checkpoint
+
+    g = Geometry(4, 4, 3)
+    moves = [random_move_string(rng, unfinished=True, geometry=g) for _ in range(50)] + [""]
+    r = post(servers["table"], {"dataframe_records": [{"moves": m} for m in moves]})
+    assert r.status_code == 200, r.text
+    ckpt, _ = load_checkpoint(Tracking.for_uri(servers["table-store"]), "models:/connect3-4x4@champion")
+    table = ckpt.build()
+    game = load("connect3-4x4")
+    for m, out in zip(moves, r.json()["predictions"], strict=True):
+        state = game.state_from_moves(m)
+        q = table.q[table.index.rows([state.key()])[0]]
+        legal = state.legal_actions()
+        best = max(q[a] for a in legal)
+        assert out["action"] == out["column"] and out["action"] in legal and q[out["action"]] == best
+        assert out["value"] == pytest.approx(float(best), abs=1e-6)
+        assert sum(out["probs"]) == pytest.approx(1.0) and out["probs"][out["action"]] > 0
+    r = post(servers["table"], {"dataframe_records": ONE, "params": {"simulations": 8}})
+    assert r.status_code == 400 and "a table of every position, not searched" in r.json()["message"]

@@ -54,6 +54,7 @@ FIELDS = (
     "roles",
     "precision",
     "game",
+    "learner",
     "executor",
 )
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
@@ -386,7 +387,8 @@ def league(browser: webdriver.Chrome, stack: Stack) -> str:
     run_id = urllib.parse.unquote(browser.current_url.split("/runs/", 1)[1].split("/")[0])
     conf = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["conf"]
     want = {"league": LEAGUE, "profile": "smoke", "generations": None, "iterations": 1, "games": 16}
-    defaults = {"roles": None, "precision": "auto", "game": "connect4", "executor": "in-process"}
+    defaults = {"roles": None, "precision": "auto", "game": "connect4", "learner": "ppo"}
+    defaults |= {"executor": "in-process"}
     assert conf == want | {"match_games": 10} | defaults, conf
 
     def finished() -> str | None:

@@ -86,6 +86,12 @@ class State(Protocol):
         `Game.observation_shape`."""
         ...
 
+    def key(self) -> int:
+        """A non-negative int below 2**63 naming the position from the mover's side: two states
+        with one key have the same legal actions and the same future for whoever moves, so a
+        table of values (`c4core.tabular`) can be indexed by it."""
+        ...
+
 
 @runtime_checkable
 class BatchState(Protocol):
@@ -119,6 +125,10 @@ class BatchState(Protocol):
 
     def observation(self) -> torch.Tensor:
         """[n, *observation_shape] float32: the network input from each mover's side."""
+        ...
+
+    def keys(self) -> torch.Tensor:
+        """[n] int64: each game's `State.key`."""
         ...
 
     def select(self, idx: torch.Tensor) -> BatchState:

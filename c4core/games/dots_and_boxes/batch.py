@@ -99,6 +99,11 @@ class DotsBoards:
         c = self.counts()
         return c[:, 0] - c[:, 1]
 
+    def keys(self) -> torch.Tensor:
+        m = self.margin()
+        lead = torch.where(self.player == 0, m, -m)
+        return self.lines | (lead + self.boxes.boxes) << self.boxes.lines
+
     def returns(self) -> torch.Tensor:
         first = torch.where(self.done, torch.sign(self.margin()), 0).float()
         return torch.stack((first, -first), 1)

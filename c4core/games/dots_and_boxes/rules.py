@@ -202,6 +202,12 @@ class DotsState:
         out[4] = 1
         return out
 
+    def key(self) -> int:
+        # the drawn lines and the mover's lead fix the rest of the game: who owns which box does not
+        b, m = self.boxes, self.margin()
+        lead = m if self.player == 0 else -m
+        return self.lines | (lead + b.boxes) << b.lines
+
     def __str__(self) -> str:
         b = self.boxes
         height, width = b.grid
