@@ -1044,12 +1044,16 @@ def read_league(store: MLflowStore) -> LeagueData:
     training metrics and ``suite/*`` scores from the generation runs, the store for snapshots."""
     metrics: dict[int, list[dict[str, float]]] = {}
     suite: dict[int, dict[str, float]] = {}
+    exact: dict[int, float] = {}
     g = 1
     while (run := store.generation_run(g)) is not None:  # generations run in order
         metrics[g] = _run_metrics(store, run)
-        found = {k: v for k, v in run.data.metrics.items() if k.startswith("suite/")}
+        logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: suite and NashConv come late
+        found = {k: v for k, v in logged.items() if k.startswith("suite/")}
         if found:
             suite[g] = found
+        if NASH_CONV in logged:
+            exact[g] = logged[NASH_CONV]
         g += 1
     role_metrics = {
         snapshot_name(h, role): _run_metrics(store, store.generation_run(h, role))
@@ -1067,6 +1071,7 @@ def read_league(store: MLflowStore) -> LeagueData:
         source,
         store,
         role_metrics=role_metrics,
+        nash_conv=exact,
     )
 
 

@@ -102,6 +102,9 @@ class LeagueData:
     role_metrics: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     """Per exploiter snapshot (``gen2-me``, ``gen2-le``, ...), the training metrics of every
     iteration; the main agent's are `metrics`."""
+    nash_conv: dict[int, float] = field(default_factory=dict)
+    """Per generation, the exact NashConv of its main-agent snapshot (`c4core.exploitability`),
+    where it was computed: on boards small enough to enumerate."""
 
     def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
         return self.store.snapshot(generation, role) if self.store is not None else None
@@ -289,6 +292,8 @@ class LeagueReport:
         if self.exploitability or self.iterations_to_beat:
             out["exploitability"] = {str(g): v for g, v in sorted(self.exploitability.items())}
             out["iterations_to_beat"] = self.iterations_to_beat
+        if self.data.nash_conv:
+            out["nash_conv"] = {str(g): v for g, v in sorted(self.data.nash_conv.items())}
         return out
 
 
@@ -545,24 +550,41 @@ def draw_ladder(rep: LeagueReport) -> Any:
 
 def draw_exploitability(rep: LeagueReport) -> Any:
     """The main exploiter's score against the champion it trained on, per generation, against an
-    even 0.5 and the score at which it starts again (`exploiter_reset_score`)."""
+    even 0.5 and the score at which it starts again (`exploiter_reset_score`); and, on an axis
+    of its own, each generation's exact NashConv where the board allowed one. Either may be
+    missing."""
     fig = _figure(6.5, 3.6)
     ax = fig.add_subplot()
-    gens = sorted(rep.exploitability)
-    ax.plot(
-        gens, [rep.exploitability[g] for g in gens], color="tab:orange", marker="s", label="main exploiter"
-    )
-    ax.axhline(0.5, color="0.3", linestyle="--", linewidth=1.2, label="even (0.5)")
-    reset = rep.data.config.exploiter_reset_score
-    ax.axhline(reset, color="tab:red", linestyle=":", linewidth=1.2, label=f"reset ({reset:g})")
+    exact = rep.data.nash_conv
+    gens = sorted(set(rep.exploitability) | set(exact))
+    handles = []
+    if rep.exploitability:
+        scored = sorted(rep.exploitability)
+        ys = [rep.exploitability[g] for g in scored]
+        handles += ax.plot(scored, ys, color="tab:orange", marker="s", label="main exploiter (left)")
+        handles.append(ax.axhline(0.5, color="0.3", linestyle="--", linewidth=1.2, label="even (0.5)"))
+        reset = rep.data.config.exploiter_reset_score
+        handles.append(
+            ax.axhline(reset, color="tab:red", linestyle=":", linewidth=1.2, label=f"reset ({reset:g})")
+        )
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("score against the champion (draw = 1/2)")
+    ax.grid(alpha=0.3)
+    if exact:
+        right = ax.twinx() if rep.exploitability else ax
+        xs = sorted(exact)
+        label = "exact NashConv of the main agent" + (" (right)" if rep.exploitability else "")
+        handles += right.plot(xs, [exact[g] for g in xs], color="tab:blue", marker="o", label=label)
+        right.set_ylim(-0.06, 2.06)
+        right.set_ylabel("NashConv (0: unexploitable)")
     ax.set_xticks(gens)
     ax.set_xlim(min(gens, default=2) - 0.5, max(gens, default=2) + 0.5)
-    ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("generation")
-    ax.set_ylabel("score against the champion (draw = 1/2)")
-    ax.set_title("Exploitability: the main exploiter against the champion it trained on", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    title = (
+        "the main exploiter against the champion it trained on" if rep.exploitability else "exact NashConv"
+    )
+    ax.set_title(f"Exploitability: {title}", fontsize=10)
+    ax.legend(handles=handles, fontsize=8, loc="lower right")
     return fig
 
 
@@ -774,6 +796,7 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
         roles={m: role_label(m) for m in fit.ratings} if rep.has_roles else None,
         matrix=matrix,
         to_beat=to_beat,
+        nash_conv=rep.data.nash_conv,
         beat_percent=f"{BEAT_SCORE:.0%}",
         images={name: base64.b64encode(path.read_bytes()).decode("ascii") for name, path in images.items()},
         sample_opponent=SAMPLE_OPPONENT,
@@ -787,7 +810,7 @@ def write_report(rep: LeagueReport, out_dir: str | Path) -> ReportFiles:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = {"ladder": draw_ladder(rep), "matrix": draw_matrix(rep), "training": draw_training(rep)}
-    if rep.exploitability:
+    if rep.exploitability or rep.data.nash_conv:
         figures["exploitability"] = draw_exploitability(rep)
     if rep.sample is not None:
         figures["game"] = draw_game(rep.sample)

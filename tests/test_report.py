@@ -521,3 +521,24 @@ def test_suite_metrics_add_a_curve(local: tuple[LocalStore, ReportFiles], tmp_pa
     assert list(again.images) == ["ladder", "matrix", "game", "training", "suite"]
     assert json.loads(again.data.read_text())["suite"]["1"] == suite[1]
     assert "Solver-labelled suite" in again.html.read_text()
+
+
+def test_the_exact_nash_conv_is_drawn_beside_the_exploiter_or_alone(
+    local: tuple[LocalStore, ReportFiles], tmp_path: Path
+) -> None:
+    """Each generation's exact NashConv (where the board allows one) shares the exploitability
+    figure with the main exploiter's score, on an axis of its own, and is drawn alone in a
+    league without exploiters; `report.json` carries it."""
+    both = build_report(dataclasses.replace(exploited(), nash_conv={2: 2.0, 3: 0.0}), tmp_path / "both")
+    assert list(both.images) == ["ladder", "exploitability", "matrix", "training"]
+    assert json.loads(both.data.read_text())["nash_conv"] == {"2": 2.0, "3": 0.0}
+    page = both.html.read_text()
+    assert "NashConv, computed exactly" in page and "The main exploiter trains" in page
+    _, files = local
+    alone = build_report(
+        dataclasses.replace(files.report.data, nash_conv={1: 2.0, 2: 0.0}), tmp_path / "alone"
+    )
+    assert list(alone.images) == ["ladder", "exploitability", "matrix", "game", "training"]
+    page = alone.html.read_text()
+    assert "NashConv, computed exactly" in page and "The main exploiter trains" not in page
+    assert "exploitability" not in json.loads(alone.data.read_text())  # no exploiter's numbers
