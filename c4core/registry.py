@@ -869,6 +869,9 @@ def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[st
 NASH_CONV = "nash_conv"
 """Version tag and generation-run metric: the snapshot's exact NashConv (`log_nash_conv`); on
 the league run, a tag saying why none is computed, where the board is too large."""
+NASH_CONV_SAMPLING = "nash_conv/sampling"
+"""Generation-run metric: the snapshot's exact NashConv as it plays in training games, sampling
+(a network at its temperature, a table ε-greedy), beside `NASH_CONV`, greedy as in its matches."""
 LEAGUE_NASH_CONV = "league/nash_conv"
 """League-run metric (step = generation): the NashConv of that generation's main-agent snapshot."""
 
@@ -876,7 +879,8 @@ LEAGUE_NASH_CONV = "league/nash_conv"
 def log_nash_conv(store: MLflowStore, generation: int) -> dict[str, dict[str, float]]:
     """On a board small enough to enumerate (`c4core.config.TABULAR_CELLS`), the exact NashConv
     of every role's snapshot of `generation` as it plays its league matches (greedy;
-    `c4core.exploitability`): the ``nash_conv*`` metrics on its generation run, `NASH_CONV` on
+    `c4core.exploitability`), and as it plays training games (`NASH_CONV_SAMPLING`): the
+    ``nash_conv*`` metrics on its generation run, `NASH_CONV` on
     its version (to 4 decimals) and, for the main agent, `LEAGUE_NASH_CONV` on the league run.
     Returns what it computed, by member; a snapshot already tagged is skipped. The tag comes
     last, so a rerun after a crash in between computes again (the same numbers) without
@@ -897,7 +901,9 @@ def log_nash_conv(store: MLflowStore, generation: int) -> dict[str, dict[str, fl
         ckpt = store.snapshot(generation, role)
         assert ckpt is not None  # a finished run holds its snapshot
         result = nash_conv(config.board, policy_of(ckpt.player(member), config.board))
-        metrics = result.metrics()
+        # and as it plays in other members' training games: sampling, at its play temperature
+        sampling = nash_conv(config.board, policy_of(ckpt.player(member, greedy=False), config.board))
+        metrics = result.metrics() | {NASH_CONV_SAMPLING: sampling.value}
         now = int(time.time() * 1000)
         if not metrics.keys() & store.client.get_run(run.info.run_id).data.metrics.keys():
             store.client.log_batch(

@@ -13,7 +13,7 @@ value is the mover's own. Q-learning bootstraps from the best legal action there
 the action actually taken, and both mask illegal actions when choosing and in the target.
 
 A table is a league snapshot like a network: `TablePlayer` plays it, and `QTable.evaluate`
-gives move probabilities and values in the shape the search and serving expect of a network.
+gives move probabilities and values in the shape serving expects of a network.
 """
 
 from __future__ import annotations
@@ -104,7 +104,6 @@ class QTable:
             out[live] = _masked(self.q[rows], legal[live])
         return out, legal
 
-    @torch.no_grad()
     def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
         """Move probabilities [n, actions], shared evenly by the best legal actions, and the best
         action's value [n] for the side to move (0 for finished games)."""
@@ -113,10 +112,6 @@ class QTable:
         probs = best / np.maximum(best.sum(1, keepdims=True), 1)
         value = np.where(legal.any(1), q.max(1), 0.0)
         return torch.from_numpy(probs.astype(np.float32)), torch.from_numpy(value.astype(np.float32))
-
-    def eval(self) -> QTable:
-        """Nothing to switch: the network's `eval`, so a search can take either."""
-        return self
 
 
 class TablePlayer(Player):

@@ -527,7 +527,7 @@ def test_a_tabular_league_registers_tables_each_with_its_nash_conv(
         exact = float(v.tags["nash_conv"])
         metrics = client.get_run(v.run_id).data.metrics
         assert metrics["nash_conv"] == pytest.approx(exact, abs=5e-5)
-        assert 0.0 <= exact <= 2.0
+        assert 0.0 <= exact <= 2.0 and 0.0 <= metrics["nash_conv/sampling"] <= 2.0
         seats = metrics["nash_conv/best_response_first"], metrics["nash_conv/best_response_second"]
         assert exact == pytest.approx(sum(seats), abs=5e-5)
     league_run = client.get_run(versions[0].run_id).data.tags["mlflow.parentRunId"]
