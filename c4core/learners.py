@@ -65,14 +65,12 @@ class Learner(Protocol):
 
 
 class NetLearner:
-    """A network's learner: PPO, or the AlphaZero-style one (`c4core.alphazero`), each starting
-    from its `TrainingJob.start`'s weights and, in the same role, its optimizer state."""
+    """A network's learner, starting from its `TrainingJob.start`'s weights and, in the same role,
+    its optimizer state; `_fit` is what each one does with them."""
 
     kind = "net"
     self_play = False
-
-    def __init__(self, name: str):
-        self.name = name
+    name = "net"
 
     def train(self, job: TrainingJob) -> Checkpoint:
         config = job.config
@@ -86,19 +84,39 @@ class NetLearner:
             net.load_state_dict(previous.model)
             if previous.optimizer and previous.role == job.role:  # its own run goes on; a restart is fresh
                 optimizer.load_state_dict(previous.optimizer)
-        if self.name == "ppo":
-            for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
-                group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
+        self._fit(net, optimizer, job)
+        return Checkpoint.of(net, config.geometry, job.generation, optimizer, config.to_dict(), job.role)
+
+    def _fit(self, net: PolicyValueNet, optimizer: torch.optim.Optimizer, job: TrainingJob) -> None:
+        raise NotImplementedError
+
+
+class PPOLearner(NetLearner):
+    """PPO (`c4core.ppo`) against the members picked for it."""
+
+    name = "ppo"
+
+    def _fit(self, net: PolicyValueNet, optimizer: torch.optim.Optimizer, job: TrainingJob) -> None:
+        config = job.config
+        for group in optimizer.param_groups:  # the previous generation may have been AlphaZero's
+            group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
         # snapshots in training play stochastically, so the learner meets varied games
         players = job.players()
-        if self.name == "alphazero":
-            members = [(p.name, p.net) for p in players if isinstance(p, NetPlayer)]
-            train_alphazero(
-                net, config.alphazero, job.seed, config.geometry, optimizer, job.record, members, job.ranks
-            )
-        else:
-            train_ppo(net, config.ppo, players, job.seed, config.geometry, optimizer, job.record, job.ranks)
-        return Checkpoint.of(net, config.geometry, job.generation, optimizer, config.to_dict(), job.role)
+        train_ppo(net, config.ppo, players, job.seed, config.geometry, optimizer, job.record, job.ranks)
+
+
+class AlphaZeroLearner(NetLearner):
+    """The AlphaZero-style learner (`c4core.alphazero`): searched self-play, with a share of its
+    games against the network members picked for it."""
+
+    name = "alphazero"
+
+    def _fit(self, net: PolicyValueNet, optimizer: torch.optim.Optimizer, job: TrainingJob) -> None:
+        config = job.config
+        members = [(p.name, p.net) for p in job.players() if isinstance(p, NetPlayer)]
+        train_alphazero(
+            net, config.alphazero, job.seed, config.geometry, optimizer, job.record, members, job.ranks
+        )
 
 
 class TabularLearner:
@@ -126,8 +144,8 @@ class TabularLearner:
 
 
 LEARNERS: dict[str, Learner] = {
-    "ppo": NetLearner("ppo"),
-    "alphazero": NetLearner("alphazero"),
+    "ppo": PPOLearner(),
+    "alphazero": AlphaZeroLearner(),
     "q-learning": TabularLearner("q-learning"),
     "sarsa": TabularLearner("sarsa"),
 }

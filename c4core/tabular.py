@@ -211,14 +211,11 @@ def _self_play(
     q, index = table.q, table.index
     pending = np.zeros(n, bool)  # SARSA: a move whose target waits for the next action
     p_row, p_action, p_mover = (np.zeros(n, np.int64) for _ in range(3))
-    while True:
-        live = ~batch.done.numpy()
-        if not live.any():
-            break
-        games = np.flatnonzero(live)
-        legal = batch.legal().numpy()[games]
-        rows = index.rows(batch.keys().numpy()[games])
-        mover = batch.to_move().numpy()[games]
+    # read once per step: a move's target and the next move's choice see the same positions
+    done, legal_now, rows_now, mover_now = _positions(batch, index)
+    while not done.all():
+        games = np.flatnonzero(~done)
+        legal, rows, mover = legal_now[games], rows_now[games], mover_now[games]
         values = _masked(q[rows], legal)
         greedy = values.argmax(1)
         uniform = (rng.random(legal.shape) * legal).argmax(1)  # a random legal action
@@ -232,17 +229,17 @@ def _self_play(
             stats.updates += len(g)
         full = np.zeros(n, np.int64)
         full[games] = action
-        batch.play(torch.from_numpy(full), torch.from_numpy(live))
-        ended = batch.done.numpy()[games]
+        batch.play(torch.from_numpy(full), torch.from_numpy(~done))
+        done, legal_now, rows_now, mover_now = _positions(batch, index)
+        ended = done[games]
         reward = batch.returns().numpy()[games, mover]
         if method == "q-learning":
             target = reward.astype(np.float64)
             on = ~ended
             if on.any():
                 nxt = games[on]
-                n_rows = index.rows(batch.keys().numpy()[nxt])
-                best = _masked(q[n_rows], batch.legal().numpy()[nxt]).max(1)
-                sign = np.where(batch.to_move().numpy()[nxt] == mover[on], 1.0, -1.0)
+                best = _masked(q[rows_now[nxt]], legal_now[nxt]).max(1)
+                sign = np.where(mover_now[nxt] == mover[on], 1.0, -1.0)
                 target[on] = sign * config.gamma * best
             stats.td += _update(q, rows, action, target, config.alpha)
             stats.updates += len(games)
@@ -257,6 +254,14 @@ def _self_play(
     stats.draws += int((first == 0).sum())
 
 
+def _positions(batch: BatchState, index: PositionIndex) -> tuple[np.ndarray, ...]:
+    """Each game's finished flag, legal mask, table row (-1 once finished) and player to move."""
+    done = batch.done.numpy().copy()
+    rows = np.full(len(done), -1, np.int64)
+    rows[~done] = index.rows(batch.keys().numpy()[~done])
+    return done, batch.legal().numpy(), rows, batch.to_move().numpy()
+
+
 def _update(q: np.ndarray, rows: np.ndarray, actions: np.ndarray, target: np.ndarray, alpha: float) -> float:
     """Move each (row, action) `alpha` of the way to its target, the targets of one pair in this
     step averaged (many games of a batch share the opening positions); the summed |TD error|."""
@@ -264,8 +269,8 @@ def _update(q: np.ndarray, rows: np.ndarray, actions: np.ndarray, target: np.nda
         return 0.0
     flat = rows * q.shape[1] + actions
     error = target - q.reshape(-1)[flat]
-    total = np.bincount(flat, error, minlength=q.size)
-    count = np.bincount(flat, minlength=q.size)
-    hit = count > 0
-    q.reshape(-1)[hit] += (alpha * total[hit] / count[hit]).astype(np.float32)
+    pairs, which = np.unique(flat, return_inverse=True)  # a few per game, not the whole table
+    total = np.bincount(which, error)
+    count = np.bincount(which)
+    q.reshape(-1)[pairs] += (alpha * total / count).astype(np.float32)
     return float(np.abs(error).sum())

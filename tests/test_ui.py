@@ -35,6 +35,8 @@ from typing import Any
 import pytest
 from servers import free_port, headless_chromium, require_chromium, wait_for_http
 
+from c4core.steps import SPEC_KEYS
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
@@ -43,20 +45,9 @@ DAG_ID = "connect4_league"
 VIEW = "?workflowType=machine_learning"  # the plugin's run links open the model-training view
 LEAGUE = "ui"
 MODEL = "connect4"
-# the trigger form's fields: the DAG's params, each an input named element_<param>
-FIELDS = (
-    "league",
-    "profile",
-    "generations",
-    "iterations",
-    "games",
-    "match_games",
-    "roles",
-    "precision",
-    "game",
-    "learner",
-    "executor",
-)
+# the trigger form's fields: the DAG's params (the steps' spec and the executor), each an input
+# named element_<param>
+FIELDS = (*SPEC_KEYS, "executor")
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
 
 require_chromium()
