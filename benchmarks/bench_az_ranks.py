@@ -45,7 +45,7 @@ def _rank(rank: int, world: int, port: int, base: str, iterations: int, games: i
     seen: list[dict[str, float]] = []
     with joined(port, rank, world) if world > 1 else nullcontext(ALONE) as ranks:
         wall, cpu = time.perf_counter(), time.process_time()
-        train(net, config, 0, profile.geometry, None, lambda i, m: seen.append(m), members, ranks)
+        train(net, config, 0, profile.board, None, lambda i, m: seen.append(m), members, ranks)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     out.put((rank, (seen, wall, cpu)))
 

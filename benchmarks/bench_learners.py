@@ -37,7 +37,7 @@ def learner(iterations: int, threads: int, seed: int, out: multiprocessing.Queue
     net = PolicyValueNet(config.net)
     times: list[float] = []
     ppo = replace(config.ppo, iterations=iterations, ranks=1)  # alone, whatever the profile's ranks
-    train(net, ppo, [RandomBot(), TacticalBot(), None], seed, config.geometry, None,
+    train(net, ppo, [RandomBot(), TacticalBot(), None], seed, config.board, None,
           lambda i, m: times.append(m["charts/seconds"]))  # fmt: skip
     out.put(times[1:])  # the first iteration also compiles the bots' kernels
 

@@ -106,7 +106,7 @@ def main() -> None:
             me = TablePlayer(tables[method, seed], name=method)
             rivals = dict(opponents, **{other: TablePlayer(tables[other, seed], name=other)})
             for name, rival in rivals.items():
-                result = play_match(me, rival, args.games, seed=seed, opening_plies=0, geometry=GAME.geometry)
+                result = play_match(me, rival, args.games, seed=seed, opening_plies=0, game=GAME)
                 out["matches"][f"{method}/{seed}/{name}"] = {
                     "first": result.a_first.__dict__,
                     "second": result.b_first.__dict__,

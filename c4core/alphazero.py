@@ -15,15 +15,19 @@ Dirichlet noise at the root, and records for every decision of the learner
 
 The network is then fitted by cross-entropy to the policy targets plus squared error to the
 value targets on minibatches drawn uniformly from a **replay window** of the last
-`replay_iterations` iterations, with each position's left-right mirror added (supervised
-targets mirror exactly, unlike PPO's on-policy ratios). Moves are sampled in proportion to the
-visits for the first `temperature_plies` plies after the random opening, then played greedily.
+`replay_iterations` iterations, with each position's images under the game's symmetries added
+(Connect Four's left-right mirror; supervised targets map exactly, unlike PPO's on-policy
+ratios). Moves are sampled in proportion to the visits for the first `temperature_plies` plies
+after the random opening, then played greedily. Any game of the interface (`c4core.games`)
+trains alike: the player to move is asked of the game, never derived from the ply, so the
+outcome z of a decision is its own mover's even when a player moves twice in a row.
 
 With `solve_from`, the exact solver (`c4core.solver`) rescores the targets as Leela Chess Zero
 rescores its games with endgame tablebases: late decisions it settles cheaply get their exact
 result as value target, and each game's earlier decisions take the exact result of its first
 settled position as their outcome z. The openings, where the suite's hard positions are, stay
-the network's to learn: the solver would need seconds to minutes a position there.
+the network's to learn: the solver would need seconds to minutes a position there. The solver
+is Connect Four's (`c4core.solver`); a game without one trains without rescoring.
 
 With `league_share`, that share of each iteration's games pits the learner against league
 members instead of itself (colours alternated, members' games split evenly), in the same batch
@@ -52,11 +56,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch.nn import functional as F
 
-from c4core.batch import Boards
 from c4core.bots import Player, play_opening
 from c4core.config import AlphaZeroConfig, SearchConfig
-from c4core.game import STANDARD, Geometry, Position
-from c4core.games import ConnectFour
+from c4core.games import BatchState, ConnectFour, Game, State
 from c4core.match import WDL
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ranks import ALONE, Ranks
@@ -66,23 +68,25 @@ from c4core.solver import Solver
 
 @dataclass(frozen=True)
 class Samples:
-    """Training positions (as bitboards, turned into planes per minibatch) and their targets."""
+    """Training positions (the net's inputs) and their targets."""
 
-    current: torch.Tensor
-    """[n] int64 stones of the side to move."""
-    mask: torch.Tensor
-    """[n] int64 all stones."""
+    observation: torch.Tensor
+    """[n, *observation_shape] float32: each position as the net reads it (`Game`)."""
+    legal: torch.Tensor
+    """[n, actions] bool: its legal actions."""
+    player: torch.Tensor
+    """[n] int64: the player to move, 0 or 1."""
     ply: torch.Tensor
-    """[n] int64 stones on the board."""
+    """[n] int64: actions played before it."""
     policy: torch.Tensor
-    """[n, cols] float32 policy target (sums to 1 over legal columns)."""
+    """[n, actions] float32 policy target (sums to 1 over legal actions)."""
     value: torch.Tensor
-    """[n] float32 value target for the side to move, in -1..1."""
+    """[n] float32 value target for the player to move, in -1..1."""
     proven: torch.Tensor
     """[n] bool: the value target is exact (MCTS-Solver proved the root), not a z/q estimate."""
 
     def __len__(self) -> int:
-        return self.current.shape[0]
+        return self.ply.shape[0]
 
     @staticmethod
     def cat(parts: list[Samples]) -> Samples:
@@ -91,17 +95,12 @@ class Samples:
     def take(self, idx: torch.Tensor) -> Samples:
         return Samples(*(getattr(self, f)[idx] for f in Samples.__dataclass_fields__))
 
-    def boards(self, geometry: Geometry) -> Boards:
-        b = Boards(len(self), geometry, self.current.device)
-        b.current, b.mask, b.ply = self.current, self.mask, self.ply
-        return b
-
 
 def self_play(
     net: PolicyValueNet,
     config: AlphaZeroConfig,
     generator: torch.Generator,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
     solver: Solver | None = None,
     opponents: Sequence[tuple[str, PolicyValueNet]] = (),
 ) -> tuple[Samples, dict[str, float]]:
@@ -112,62 +111,78 @@ def self_play(
     rescores the targets (one is made when none is given), and with `config.search.probe_from`
     the search probes it too."""
     if solver is None and (config.solve_from or config.search.probe_from):
-        solver = Solver(geometry, max_nodes=config.solve_nodes)
+        solver = solver_for(game, config)
     device = next(net.parameters()).device
-    member, learner_first = (t.to(device) for t in seat_games(config, len(opponents)))
+    member, learner_seat = (t.to(device) for t in seat_games(config, len(opponents)))
     players = [member_player(member_net, config) for _, member_net in opponents]
-    boards = Boards(config.games, geometry, device)
+    boards = game.new_batch(config.games, device)
     opening = torch.randint(
         config.opening_plies, config.opening_plies_max + 1, (config.games,), generator=generator
     ).to(device)
-    play_opening(boards, opening, generator)
+    plies = play_opening(boards, opening, generator).cpu()
     sampled_until = (opening + config.temperature_plies).cpu()
     scfg = replace(config.search, max_trees=config.games)  # every game in one batch
     rows: list[tuple[torch.Tensor, ...]] = []
+    positions: list[State] = []  # the rescored decisions' positions, in order
     net.eval()
     while not bool(boards.done.all()):
-        # the learner moves in every self-play game, and in a league game when its colour is up
-        learner = ~boards.done & ((member < 0) | (boards.first_player_to_move() == learner_first))
+        # the learner moves in every self-play game, and in a league game when its seat is up
+        learner = ~boards.done & ((member < 0) | (boards.to_move() == learner_seat))
         cols = torch.zeros(len(boards), dtype=torch.int64, device=device)
         live = torch.nonzero(learner).squeeze(1)
         if len(live):
-            row, cols[live] = _learner_moves(net, boards, live, scfg, generator, solver, sampled_until)
+            row, cols[live] = _learner_moves(net, boards, live, plies, scfg, generator, solver, sampled_until)
             rows.append(row)
+            if config.solve_from:
+                late = live.cpu()[plies[live.cpu()] >= config.solve_from]
+                positions += [boards.state(int(i)) for i in late]
         for k, player in enumerate(players):
             idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
             if len(idx):
                 cols[idx] = player.act(boards.select(idx), generator).to(device)
+        plies += (~boards.done).cpu().long()
         boards.play(cols)
 
-    game, current, mask, ply, policy, q, exact = (torch.cat(x) for x in zip(*rows, strict=True))
+    game_of, observation, legal, player, ply, policy, q, exact = (
+        torch.cat(x) for x in zip(*rows, strict=True)
+    )
     proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
-    result = boards.result.cpu().float()  # for the first player
+    returns = boards.returns().cpu()
+    result = returns[:, 0]  # for the first player
     solve_stats: dict[str, float] = {}
     if config.solve_from:
         start = time.perf_counter()
         assert solver is not None  # made above
         # only the learner's decisions are solved: a member's position is no target, and the
         # learner's first settled decision of a league game is at most one ply past it; its
-        # ply's parity still tells the adjudication which side the exact result is for
-        solved = _rescore(solver, config, game, current, mask, ply)
+        # mover tells the adjudication which player the exact result is for
+        solved = _rescore(solver, ply, config.solve_from, positions)
         exact = torch.where(torch.isnan(solved), exact, solved)
-        result = _adjudicate(result, game, ply, solved)
+        result = _adjudicate(result, game_of, ply, player, solved)
         solve_stats = {
             "selfplay/solved": float(
                 (~torch.isnan(solved)).sum() / max(int((ply >= config.solve_from).sum()), 1)
             ),
             "charts/solve_seconds": time.perf_counter() - start,
         }
-    result = result[game]
-    z = torch.where(ply % 2 == 0, result, -result)  # the outcome for the side to move
+    result = result[game_of]
+    z = torch.where(player == 0, result, -result)  # the outcome for the player to move
     value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
-    samples = Samples(current, mask, ply, policy, value, ~torch.isnan(exact))
+    samples = Samples(observation, legal, player, ply, policy, value, ~torch.isnan(exact))
     stats = (
-        _league_rates(boards, member, learner_first, [name for name, _ in opponents])
-        | {"selfplay/plies": float(boards.ply.float().mean()), "selfplay/proven_roots": proven_roots}
+        _league_rates(returns, member, learner_seat, [name for name, _ in opponents])
+        | {"selfplay/plies": float(plies.float().mean()), "selfplay/proven_roots": proven_roots}
         | solve_stats
     )
     return samples, stats
+
+
+def solver_for(game: Game, config: AlphaZeroConfig) -> Solver:
+    """The exact solver that rescores (`solve_from`) and that the search probes (`probe_from`):
+    Connect Four's; `ValueError` for a game without one."""
+    if not isinstance(game, ConnectFour):
+        raise ValueError(f"{game.title} has no exact solver: set solve_from and probe_from to 0")
+    return Solver(game.geometry, max_nodes=config.solve_nodes)
 
 
 def league_games(config: AlphaZeroConfig, members: int) -> int:
@@ -179,15 +194,15 @@ def league_games(config: AlphaZeroConfig, members: int) -> int:
 
 def seat_games(config: AlphaZeroConfig, members: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Who plays whom: [games] the league member each game is against (-1: self-play) and
-    [games] whether the learner is the first player there (in self-play it is both). The
+    [games] the learner's seat there, 0 first or 1 second (in self-play it is both). The
     self-play games come first; the league games follow in colour pairs (learner first, then
     second) dealt round-robin, so the members' shares differ by one pair at most and each
     member meets the learner on both colours equally often."""
     n = league_games(config, members)
     in_league = torch.arange(n)
     member = torch.cat((torch.full((config.games - n,), -1), (in_league // 2) % max(members, 1)))
-    learner_first = torch.cat((torch.ones(config.games - n, dtype=torch.bool), in_league % 2 == 0))
-    return member, learner_first
+    learner_seat = torch.cat((torch.zeros(config.games - n, dtype=torch.int64), in_league % 2))
+    return member, learner_seat
 
 
 def member_player(net: PolicyValueNet, config: AlphaZeroConfig) -> Player:
@@ -209,8 +224,9 @@ def member_player(net: PolicyValueNet, config: AlphaZeroConfig) -> Player:
 
 def _learner_moves(
     net: PolicyValueNet,
-    boards: Boards,
+    boards: BatchState,
     live: torch.Tensor,
+    plies: torch.Tensor,
     scfg: SearchConfig,
     generator: torch.Generator,
     solver: Solver | None,
@@ -218,17 +234,20 @@ def _learner_moves(
 ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
     """The learner's searched moves in the games at `live`, sampled in proportion to the visits
     before `sampled_until`, and the decisions' record (game, position, visits, q, proof)."""
-    r = search(net, boards.select(live), scfg, generator, solver)
+    here = boards.select(live)
+    r = search(net, here, scfg, generator, solver)
     probs = torch.from_numpy(r.probs).float()
     cols = torch.from_numpy(r.columns)
-    early = torch.nonzero(boards.ply[live].cpu() < sampled_until[live.cpu()]).squeeze(1)
+    ply = plies[live.cpu()]
+    early = torch.nonzero(ply < sampled_until[live.cpu()]).squeeze(1)
     if len(early):
         cols[early] = torch.multinomial(probs[early], 1, generator=generator).squeeze(1)
     row = (
         live.cpu(),
-        boards.current[live].cpu(),
-        boards.mask[live].cpu(),
-        boards.ply[live].cpu(),
+        here.observation().cpu(),
+        here.legal().cpu(),
+        here.to_move().cpu(),
+        ply,
         probs,
         torch.from_numpy(r.values).float(),
         torch.from_numpy(r.proven).float(),  # NaN where search proved nothing
@@ -237,12 +256,12 @@ def _learner_moves(
 
 
 def _league_rates(
-    boards: Boards, member: torch.Tensor, learner_first: torch.Tensor, names: list[str]
+    returns: torch.Tensor, member: torch.Tensor, learner_seat: torch.Tensor, names: list[str]
 ) -> dict[str, float]:
     """``vs/self/*`` (the first player's view) over the self-play games and ``vs/<member>/*``
-    (the learner's) over each member's games, for those played."""
-    first = boards.result.cpu()
-    learner = torch.where(learner_first.cpu(), first, -first)
+    (the learner's) over each member's games, for those played, from the games' `returns`."""
+    first = returns[:, 0]
+    learner = returns[torch.arange(len(returns)), learner_seat.cpu()]
     member = member.cpu()
     groups = [("self", first[member < 0])] + [(name, learner[member == k]) for k, name in enumerate(names)]
     rates: dict[str, float] = {}
@@ -255,30 +274,24 @@ def _league_rates(
     return rates
 
 
-def _rescore(
-    solver: Solver,
-    config: AlphaZeroConfig,
-    game: torch.Tensor,
-    current: torch.Tensor,
-    mask: torch.Tensor,
-    ply: torch.Tensor,
-) -> torch.Tensor:
-    """Exact result (+1, 0, -1 for the side to move) of each decision at or past
-    `config.solve_from` that the solver settles within its budget; NaN elsewhere. The latest
-    plies go first, so the table built on them speeds up the earlier ones."""
+def _rescore(solver: Solver, ply: torch.Tensor, solve_from: int, positions: Sequence[State]) -> torch.Tensor:
+    """Exact result (+1, 0, -1 for the player to move) of each decision at or past
+    `solve_from` (whose `positions` are given in order) that the solver settles within its
+    budget; NaN elsewhere. The latest plies go first, so the table built on them speeds up the
+    earlier ones."""
     solved = torch.full((len(ply),), float("nan"))
-    late = torch.nonzero(ply >= config.solve_from).squeeze(1)
+    late = torch.nonzero(ply >= solve_from).squeeze(1)
+    position_of = dict(zip(late.tolist(), positions, strict=True))
     order = late[torch.argsort(ply[late], descending=True, stable=True)]
     for i in order.tolist():
-        pos = Position(int(current[i]), int(mask[i]), solver.geometry)
-        value = solver.score(pos, weak=True)
+        value = solver.score(position_of[i], weak=True)
         if value is not None:
             solved[i] = float(value)
     return solved
 
 
 def _adjudicate(
-    result: torch.Tensor, game: torch.Tensor, ply: torch.Tensor, solved: torch.Tensor
+    result: torch.Tensor, game: torch.Tensor, ply: torch.Tensor, player: torch.Tensor, solved: torch.Tensor
 ) -> torch.Tensor:
     """Each game's result (for the first player) replaced by the exact result of its first
     settled decision, where it has one."""
@@ -289,7 +302,7 @@ def _adjudicate(
         g = int(game[i])
         if g not in seen:
             seen.add(g)
-            out[g] = solved[i] if int(ply[i]) % 2 == 0 else -solved[i]
+            out[g] = solved[i] if int(player[i]) == 0 else -solved[i]
     return out
 
 
@@ -300,19 +313,17 @@ def fit(
     steps: int,
     config: AlphaZeroConfig,
     generator: torch.Generator,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
 ) -> dict[str, float]:
     """`steps` gradient steps on uniform minibatches of the replay window; mean losses."""
     device = next(net.parameters()).device
-    # every sample's images under the game's symmetries (the mirror here)
-    images = ConnectFour(geometry).symmetries[1:] if config.mirror else ()
+    images = game.symmetries[1:] if config.mirror else ()
     net.train()
     totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
     for _ in range(steps):
         idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
         batch = window.take(idx)
-        boards = batch.boards(geometry)
-        planes, legal = boards.planes(), boards.legal()
+        planes, legal = batch.observation, batch.legal
         policy, value = batch.policy, batch.value
         if images:
             planes = torch.cat((planes, *(s.observation(planes) for s in images)))
@@ -338,7 +349,7 @@ def train(
     net: PolicyValueNet,
     config: AlphaZeroConfig,
     seed: int,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
     optimizer: torch.optim.Optimizer | None = None,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
     opponents: Sequence[tuple[str, PolicyValueNet]] = (),
@@ -365,14 +376,10 @@ def train(
     share = replace(config, games=config.games // ranks.world, ranks=1) if ranks.world > 1 else config
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
-    solver = (
-        Solver(geometry, max_nodes=config.solve_nodes)
-        if config.solve_from or config.search.probe_from
-        else None
-    )
+    solver = solver_for(game, config) if config.solve_from or config.search.probe_from else None
     for it in range(config.iterations):
         start = time.perf_counter()
-        samples, stats = self_play(net, share, gen, geometry, solver, opponents)
+        samples, stats = self_play(net, share, gen, game, solver, opponents)
         played = time.perf_counter() - start
         if ranks.world > 1:  # every rank's decisions, in rank order; the statistics averaged
             samples = Samples.cat(ranks.gather(samples))
@@ -381,7 +388,7 @@ def train(
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
         losses = {}
         if ranks.rank == 0:
-            losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, geometry)
+            losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, game)
         ranks.share(net)
         metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
         metrics["charts/decisions"] = float(len(samples))

@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from starlette.concurrency import run_in_threadpool
 
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour
 from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
 from c4core.serving import MAX_SIMULATIONS, BadInput, ProbingSolver, parse_record, probe_of
 
@@ -387,8 +388,10 @@ def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Posi
         raise BadInput(f"request body too large ({len(body)} bytes; at most {MAX_BODY})")
     request = MoveRequest.model_validate_json(body)
     record = request.model_dump()
-    position = parse_record(record, geometry)
-    return position, request.simulations, probe_of(record, request.simulations, geometry)
+    game = ConnectFour(geometry)
+    position = parse_record(record, game)
+    assert isinstance(position, Position)  # Connect Four's
+    return position, request.simulations, probe_of(record, request.simulations, game)
 
 
 def bad_request_detail(e: Exception) -> str:

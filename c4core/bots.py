@@ -1,9 +1,11 @@
-"""Players: one interface for every opponent, plus the scripted bots `random` and `tactical`.
+"""Players: one interface for every opponent, plus the scripted bots `random`, `tactical`,
+`lookahead` and `greedy`.
 
-A `Player` maps a batch of `Boards` to one column per game. Matches, the league, self-play and
-serving only ever call `act`, so a network, a search or a script all plug in the same way
-(OpenSpiel's bot idea). Scripted bots also name a compiled kernel, which lets a match between
-two of them run entirely in `c4core.kernels`.
+A `Player` maps a batch of any game's states (`c4core.games.BatchState`) to one action per game.
+Matches, the league, self-play and serving only ever call `act`, so a network, a search or a
+script all plug in the same way (OpenSpiel's bot idea). `random` plays every game; `tactical` and
+`lookahead` are Connect Four's, and also name a compiled kernel, which lets a match between two
+of them run entirely in `c4core.kernels`; `greedy` is Dots and Boxes'.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from c4core import kernels
-from c4core.game import Position
+from c4core.games import BatchState, State, game_of
 
 if TYPE_CHECKING:  # torch is imported where it is used, so bot-only commands start fast
     import torch
@@ -21,31 +23,31 @@ if TYPE_CHECKING:  # torch is imported where it is used, so bot-only commands st
 
 
 class Player(ABC):
-    """Something that picks a column for every game of a batch."""
+    """Something that picks an action for every game of a batch."""
 
     name: str = "player"
     kernel: int | None = None
     """Compiled-kernel id (`c4core.kernels`) when the player is a scripted bot, else None."""
+    plays: tuple[str, ...] | None = None
+    """The games (`Game.name`) it can play; None: every game of the interface."""
 
     @abstractmethod
-    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Columns [n] (0-based) for every game; only those of unfinished games are used.
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Actions [n] for every game; only those of unfinished games are used.
 
-        Each returned column of an unfinished game must be legal.
+        Each returned action of an unfinished game must be legal.
         """
 
-    def policy(self, boards: Boards) -> torch.Tensor | None:
+    def policy(self, boards: BatchState) -> torch.Tensor | None:
         """The distribution `act` draws from, [n, actions] (0 on illegal actions), where the
         player can say it; None where it cannot (a scripted bot's tie-breaks)."""
         return None
 
-    def act_position(self, position: Position, generator: torch.Generator | None = None) -> int:
+    def act_position(self, position: State, generator: torch.Generator | None = None) -> int:
         """Convenience for a single position (the API, the play page, tests)."""
-        from c4core.batch import Boards
-
         if position.is_terminal:
             raise ValueError("the game is over: there is no move to make")
-        return int(self.act(Boards.from_positions([position]), generator)[0])
+        return int(self.act(game_of(position).batch_of([position]), generator)[0])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -71,18 +73,19 @@ class RandomBot(Player):
     name = "random"
     kernel = kernels.RANDOM
 
-    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
         return sample_columns(boards.legal(), generator)
 
 
 def play_opening(
-    boards: Boards, plies: int | torch.Tensor, generator: torch.Generator | None, paired: bool = False
-) -> None:
+    boards: BatchState, plies: int | torch.Tensor, generator: torch.Generator | None, paired: bool = False
+) -> torch.Tensor:
     """Open the games of `boards` in place with uniformly random legal moves: `plies` moves in
     every game, or per game when `plies` is a tensor [n] (a game that ends early stops there).
     With `paired`, games 2i and 2i+1 share one opening, as a match's colour-swapped pairs do.
+    Returns the moves each game was opened with, [n] int64.
 
-    Matches and both learners open their games here, so a seed draws the same openings
+    Matches and the learners open their games here, so a seed draws the same openings
     wherever it is used."""
     import torch
 
@@ -94,6 +97,7 @@ def play_opening(
     counts = None if isinstance(plies, int) else plies.to(device)
     most = plies if counts is None else int(counts.max()) if n else 0
     opener = RandomBot()
+    played = torch.zeros(n, dtype=torch.int64, device=device)
     for ply in range(most):
         idx = lead if counts is None else lead[(counts[lead] > ply) & ~boards.done[lead]]
         cols = opener.act(boards.select(idx), generator).to(device)
@@ -101,7 +105,9 @@ def play_opening(
         moving = torch.zeros(n, dtype=torch.bool, device=device)
         for k in range(step):
             chosen[idx + k], moving[idx + k] = cols, True
+        played += moving & ~boards.done
         boards.play(chosen, moving)
+    return played
 
 
 class TacticalBot(Player):
@@ -112,6 +118,7 @@ class TacticalBot(Player):
 
     name = "tactical"
     kernel = kernels.TACTICAL
+    plays = ("connect4",)
 
     def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
         import torch
@@ -138,6 +145,7 @@ class LookaheadBot(Player):
     """
 
     name = "lookahead"
+    plays = ("connect4",)
 
     def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
         import torch
@@ -165,4 +173,25 @@ class LookaheadBot(Player):
         return sample_columns(weights, generator)
 
 
-BOTS: dict[str, type[Player]] = {"random": RandomBot, "tactical": TacticalBot, "lookahead": LookaheadBot}
+class GreedyBot(Player):
+    """Dots and Boxes' baseline: take a box whenever it can (the line that completes the most
+    boxes), otherwise a uniformly random line. It never looks at what a line gives away."""
+
+    name = "greedy"
+    plays = ("dots_and_boxes",)
+
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
+        import torch
+
+        captures = boards.captures()  # a `DotsBoards`: `plays` keeps other games out
+        best = captures.max(1, keepdim=True).values
+        weights = torch.where(best > 0, (captures == best) & (captures > 0), boards.legal())
+        return sample_columns(weights, generator)
+
+
+BOTS: dict[str, type[Player]] = {
+    "random": RandomBot,
+    "tactical": TacticalBot,
+    "lookahead": LookaheadBot,
+    "greedy": GreedyBot,
+}

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from c4core.config import MAIN_LEARNERS, TABULAR_CELLS, TABULAR_LEARNERS
+from c4core.config import MAIN_LEARNERS, TABULAR_LEARNERS, TABULAR_MOVES
 from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
@@ -31,6 +31,7 @@ from c4core.entry import (
 
 if TYPE_CHECKING:
     from c4core.game import Geometry
+    from c4core.games import Game
 
 
 class UsageError(ValueError):
@@ -75,12 +76,19 @@ def _roles(text: str) -> tuple[str, ...]:
 def _add_board(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--game",
-        help="the game: connect4 (the default), or a named variant such as connect3-4x4 (three in a "
-        "row on 4x4); each variant registers into a model of its own name",
+        help="the game: connect4 (the default), dots_and_boxes, or a named variant such as "
+        "connect3-4x4 (three in a row on 4x4) or dots-and-boxes-3x3; each variant registers into a "
+        "model of its own name",
     )
-    parser.add_argument("--rows", type=_positive, help="board rows (default: the game's)")
-    parser.add_argument("--cols", type=_positive, help="board columns (default: the game's)")
-    parser.add_argument("--connect", type=_positive, help="stones in a row that win (default: the game's)")
+    parser.add_argument(
+        "--rows", type=_positive, help="board rows, of boxes in Dots and Boxes (default: the game's)"
+    )
+    parser.add_argument(
+        "--cols", type=_positive, help="board columns, of boxes in Dots and Boxes (default: the game's)"
+    )
+    parser.add_argument(
+        "--connect", type=_positive, help="Connect Four's stones in a row that win (default: the game's)"
+    )
 
 
 def _board(args: argparse.Namespace) -> dict[str, Any]:
@@ -88,12 +96,19 @@ def _board(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in ("game", "rows", "cols", "connect") if getattr(args, k) is not None}
 
 
-def _geometry(args: argparse.Namespace) -> Geometry:
-    """The Connect Four board the board flags name (the standard one by default)."""
-    from c4core.games import ConnectFour, load
+def _game(args: argparse.Namespace) -> Game:
+    """The game the board flags name (standard Connect Four by default)."""
+    from c4core.games import load
 
     board = _board(args)
-    game = load(board.pop("game", "connect4"), **board)
+    return load(board.pop("game", "connect4"), **board)
+
+
+def _geometry(args: argparse.Namespace) -> Geometry:
+    """The Connect Four board the board flags name (the standard one by default)."""
+    from c4core.games import ConnectFour
+
+    game = _game(args)
     if not isinstance(game, ConnectFour):
         raise UsageError(f"c4 {args.command} plays Connect Four boards only, not {game.title}")
     return game.geometry
@@ -130,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--learner",
         choices=MAIN_LEARNERS,
         help="the main agent's learner: ppo (the default; the profile's AlphaZero-style generations "
-        "follow it), or q-learning or sarsa, a table of every position, for boards of at most "
-        f"{TABULAR_CELLS} cells (--game connect3-4x4)",
+        "follow it), or q-learning or sarsa, a table of every position, for games of at most "
+        f"{TABULAR_MOVES} moves (--game connect3-4x4)",
     )
     lg.add_argument(
         "--ranks",
@@ -211,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--tracking-uri", help=TRACKING_HELP)
+    ev.add_argument(
+        "--positions",
+        type=_positive,
+        default=1200,
+        help="Dots and Boxes: positions of the suite made on the spot (default: %(default)s)",
+    )
+    _add_board(ev)
 
     rp = sub.add_parser("report", help="draw a league's report (HTML + PNGs) from MLflow or a folder")
     where = rp.add_mutually_exclusive_group(required=True)
@@ -259,9 +281,9 @@ def cmd_match(args: argparse.Namespace) -> int:
     from c4core.match import play_match
     from c4core.players import make_player
 
-    fetch, geometry = _registry(args), _geometry(args)
-    a, b = make_player(args.a, geometry, registry=fetch), make_player(args.b, geometry, registry=fetch)
-    result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies, geometry=geometry)
+    fetch, game = _registry(args), _game(args)
+    a, b = make_player(args.a, game, registry=fetch), make_player(args.b, game, registry=fetch)
+    result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies, game=game)
     rec = result.to_record()
     if args.json:
         print(json.dumps(rec))
@@ -313,12 +335,22 @@ def cmd_elo(args: argparse.Namespace) -> int:
 
 # ---- eval-suite ----------------------------------------------------------------------------------
 def cmd_eval_suite(args: argparse.Namespace) -> int:
+    from c4core.games import DotsAndBoxes
     from c4core.suite import default_suite_path, evaluate_suite, load_suite
 
-    path = args.suite or default_suite_path()
-    if path is None:
-        raise UsageError("no --suite given, and no ../shared/suite/dev.jsonl next to the repository")
-    suite = load_suite(path)  # before any network loads: a bad suite fails fast, naming file:line
+    game = _game(args)
+    dots = isinstance(game, DotsAndBoxes)
+    if dots:
+        if args.suite is not None:
+            raise UsageError(f"{game.title}'s suite is made on the spot (--positions), not read from --suite")
+        from c4core.dots_suite import make_suite, score_suite
+
+        suite: Any = make_suite(game, args.positions, seed=args.seed)
+    else:
+        path = args.suite or default_suite_path(game)
+        if path is None:
+            raise UsageError("no --suite given, and no ../shared/suite/dev.jsonl next to the repository")
+        suite = load_suite(path, _geometry(args))  # before any network loads: a bad suite fails fast
 
     import torch
 
@@ -328,11 +360,16 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
     # search runs hundreds of small forwards: extra threads mostly spin, and on a shared CPU
     # two threads measured 6-18x slower than one (benchmarks/bench_search.py)
     torch.set_num_threads(args.threads)
-    player = make_player(args.player, registry=_registry(args))
+    player = make_player(args.player, game, registry=_registry(args))
     if args.simulations is not None:
         if isinstance(player, SearchPlayer):
             raise UsageError(f"{args.player} already searches: give the simulations once")
         player = SearchPlayer.around(player, args.simulations)
+    if dots:
+        score = score_suite(player, game, suite)
+        out = {"player": player.name, "game": game.variant, **score.metrics()}
+        print(json.dumps(out) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in out.items()))
+        return 0
     report = evaluate_suite(player, suite, seed=args.seed)
     print(json.dumps(report.to_json()) if args.json else report.format())
     return 0
@@ -374,12 +411,16 @@ def cmd_league(args: argparse.Namespace) -> int:
         raise UsageError("--suite scores snapshots into MLflow: it needs --store mlflow")
     suite = None
     if args.store == "mlflow" and not args.no_suite:
+        from c4core.games import ConnectFour
         from c4core.suite import default_suite_path, load_suite
 
-        suite = args.suite or default_suite_path(config.geometry)
+        board = config.board
+        if args.suite is not None and not isinstance(board, ConnectFour):
+            raise UsageError(f"--suite holds Connect Four positions: {board.title} has no suite yet")
+        suite = args.suite or default_suite_path(board)
         if suite is not None:
             # a bad suite, or one of another board, fails now, naming file:line, not after a generation
-            load_suite(suite, config.geometry)
+            load_suite(suite, board.geometry)
     if args.store == "mlflow":
         from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
@@ -437,7 +478,8 @@ def cmd_league(args: argparse.Namespace) -> int:
         where = registry_line(store, report.champion)
     else:
         where = f"checkpoint: {store.root / (report.champion + '.pt')}"
-    print(closing_summary(report.fit, report.champion, store.results(), where) + f"  ({elapsed:.0f}s)")
+    summary = closing_summary(report.fit, report.champion, store.results(), where, config.bots[-1])
+    print(f"{summary}  ({elapsed:.0f}s)")
     return 0
 
 
@@ -471,6 +513,7 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
     import torch
 
     from c4core.game import Position, parse_column
+    from c4core.games import ConnectFour
     from c4core.players import make_player
 
     stdin = stdin or sys.stdin
@@ -480,13 +523,12 @@ def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO 
     spec = args.opponent
     if spec is None:
         from c4core.app import default_opponent
-        from c4core.games import ConnectFour
 
         uri = f"models:/{ConnectFour(geometry).variant}@champion"
         spec, note = default_opponent(tracking_uri(args.tracking_uri), uri)
         if note:
             print(f"note: {note}.", file=out)
-    bot = make_player(spec, geometry, registry=_registry(args))
+    bot = make_player(spec, ConnectFour(geometry), registry=_registry(args))
     gen = torch.Generator().manual_seed(args.seed if args.seed is not None else int(time.time()))
     human = pos.to_move if args.first == "you" else 3 - pos.to_move
     mark = {1: "X", 2: "O"}

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from c4core.game import Geometry
 from c4core.games import VARIANTS, Game, load
 
 HASHED = "hashed"
@@ -26,19 +25,32 @@ Never change the default of a field so marked: leagues that kept it would then r
 made under the old value."""
 
 
-LEAGUE_GAMES = ("connect4",)
-"""The games the league's learners (PPO and the AlphaZero-style one) can train on: Connect Four
-on any board (`c4core.games.connect4`), its named variants included. The others play through the
-game interface (rules, search) but have no league learner yet."""
+LEAGUE_BOTS: Mapping[str, tuple[str, ...]] = {
+    "connect4": ("random", "tactical"),
+    "dots_and_boxes": ("random", "greedy"),
+}
+"""Each game's scripted league members (`c4core.bots`), which anchor its ratings: ``random``
+(pinned at 0 Elo) and the game's baseline bot, the bar the closing summary scores a champion
+against and that the PPO learner trains against."""
+LEAGUE_GAMES = tuple(LEAGUE_BOTS)
+"""The games a league can train on, each on any board of its own (`c4core.games`), its named
+variants included."""
+SOLVED_GAMES = ("connect4",)
+"""The games with an exact solver (`c4core.solver`): the AlphaZero-style learner rescores its
+targets with it (`AlphaZeroConfig.solve_from`) and its search probes it (`SearchConfig.probe_from`)
+only there."""
+BOT_NAMES = tuple(dict.fromkeys(bot for bots in LEAGUE_BOTS.values() for bot in bots))
+"""Every scripted member's name, whatever the game: a member so named is a bot."""
 NET_LEARNERS = ("ppo", "alphazero")
 """The learners that train a network."""
 TABULAR_LEARNERS = ("q-learning", "sarsa")
 """The learners that fit a table of every position (`c4core.tabular`)."""
 MAIN_LEARNERS = ("ppo", *TABULAR_LEARNERS)
 """The learners a league's main agent can be given (`LeagueConfig.main_learner`)."""
-TABULAR_CELLS = 16
-"""The largest board, in cells, a tabular learner takes: Connect-3 on 4x4 has 23,930 positions in
-play, and they are enumerated in Python."""
+TABULAR_MOVES = 16
+"""The longest game, in moves, whose positions are enumerated (in Python) for a table
+(`c4core.tabular`) and for exact NashConv (`c4core.exploitability`): Connect-3 on 4x4 (16 cells,
+23,930 positions in play) and Dots and Boxes on 2x2 boxes (12 lines) are such games."""
 
 LEAGUE_VARIANTS = tuple(v for v, game in VARIANTS.items() if game.name in LEAGUE_GAMES)
 """The named variants (`c4core.games.VARIANTS`) a league can be asked for by one name: the
@@ -118,11 +130,17 @@ class NetConfig:
     value_hidden: int = 64
     """Width of the value head's hidden layer."""
     rows: int = 6
-    """Board rows the net is built for."""
+    """Height of the observation the net reads (`Game.observation_shape`): Connect Four's rows."""
     cols: int = 7
-    """Board columns the net is built for."""
+    """Width of the observation the net reads: Connect Four's columns."""
+    planes: int = field(default=6, metadata={HASHED: "when-changed"})
+    """Planes of the observation the net reads (Connect Four's six)."""
+    actions: int = field(default=0, metadata={HASHED: "when-changed"})
+    """Policy outputs, the game's `num_actions`; 0 means one per observation column, as Connect
+    Four's (and every file written before other games)."""
     threat_planes: bool = True
-    """See both sides' winning cells as input (False blanks those planes, for ablations)."""
+    """See both sides' winning cells as input (False blanks Connect Four's planes 3 and 4, for
+    ablations)."""
     precision: str = field(default="float32", metadata={HASHED: "when-changed"})
     """What the convolutional trunk computes in: ``"float32"``, or ``"bfloat16"``, mixed
     precision through `torch.autocast`, in channels-last layout (the convolutions in bfloat16;
@@ -132,10 +150,27 @@ class NetConfig:
     faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`league_config`)."""
 
     def __post_init__(self) -> None:
-        if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
+        if (
+            self.blocks < 0
+            or self.channels < 1
+            or self.value_hidden < 1
+            or self.planes < 1
+            or self.actions < 0
+        ):
             raise ValueError(f"bad network size: {self}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown net precision {self.precision!r}: choose from {', '.join(PRECISIONS)}")
+
+    @property
+    def num_actions(self) -> int:
+        """Policy outputs (`actions`, or one per column when that is 0)."""
+        return self.actions or self.cols
+
+    def fitted(self, game: Game) -> NetConfig:
+        """This shape, built for `game`'s observations and actions."""
+        planes, height, width = game.observation_shape
+        actions = 0 if game.num_actions == width else game.num_actions
+        return replace(self, rows=height, cols=width, planes=planes, actions=actions)
 
 
 @dataclass(frozen=True)
@@ -163,8 +198,9 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     """Gradient clipping."""
     mirror: bool = False
-    """Add the left-right mirror of every decision to the update. Off by default: it learns
-    faster early but collapses the policy's entropy later (docs/BENCHMARKS.md)."""
+    """Add every decision's images under the game's symmetries (`Game.symmetries`: Connect
+    Four's left-right mirror) to the update. Off by default: on Connect Four it learns faster
+    early but collapses the policy's entropy later (docs/BENCHMARKS.md)."""
     opening_plies: int = 4
     """Random plies that open every training game, as in league matches: without them a
     sharpening policy keeps replaying a few openings and overfits to them."""
@@ -256,13 +292,14 @@ class AlphaZeroConfig:
     """Gradient steps per iteration = epochs * new samples / batch_size (minibatches drawn from
     the whole window, so a sample is seen about epochs * replay_iterations times)."""
     batch_size: int = 512
-    """Samples per gradient step (before mirroring, which doubles it)."""
+    """Samples per gradient step (before `mirror` adds their images)."""
     learning_rate: float = 1e-3
     """Adam step size."""
     weight_decay: float = 1e-4
     """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
     mirror: bool = True
-    """Add every sample's left-right mirror to each minibatch."""
+    """Add every sample's images under the game's symmetries (`Game.symmetries`: Connect Four's
+    left-right mirror) to each minibatch."""
     solve_from: int = 0
     """Rescore self-play with the exact solver (`c4core.solver`) from this ply on; 0 never.
     Decisions at or past it that the solver settles within `solve_nodes` take their exact
@@ -336,7 +373,7 @@ class LeagueConfig:
     main_learner: str = field(default="ppo", metadata={HASHED: "when-changed"})
     """The main agent's learner (`c4core.learners.LEARNERS`): ``"ppo"`` (and the AlphaZero-style
     learner from `alphazero_from` on), or a tabular one, ``"q-learning"`` or ``"sarsa"``, which
-    self-plays a table of every position (boards of at most `TABULAR_CELLS` cells). Exploiters
+    self-plays a table of every position (games of at most `TABULAR_MOVES` moves). Exploiters
     always learn by PPO, so a league may mix a table and networks."""
     tabular: TabularConfig = field(default_factory=TabularConfig)
     """Tabular learner hyperparameters per generation (with a tabular `main_learner`)."""
@@ -426,34 +463,47 @@ class LeagueConfig:
         if max(self.ppo.ranks, self.alphazero.ranks) > 1 and self.device != "cpu":
             raise ValueError("learner ranks are CPU processes: a learner on a GPU trains alone (ranks 1)")
         if self.game not in LEAGUE_GAMES:
-            raise ValueError(
-                f"the league trains on {', '.join(LEAGUE_GAMES)} only, got game {self.game!r}: "
-                "other games have rules and search but no league learner yet"
-            )
+            raise ValueError(f"the league trains on {', '.join(LEAGUE_GAMES)} only, got game {self.game!r}")
         _ = self.board  # a bad board size fails here, naming it
+        solver = self.alphazero.solve_from or self.alphazero.search.probe_from
+        if self.game not in SOLVED_GAMES and self.alphazero_from and solver:
+            raise ValueError(
+                f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from "
+                "and probe_from must be 0"
+            )
+        if self.game != "connect4" and not self.net.threat_planes:
+            raise ValueError("threat_planes=False blanks Connect Four's threat planes: other games keep them")
         if self.main_learner not in MAIN_LEARNERS:
             raise ValueError(
                 f"unknown main learner {self.main_learner!r}: choose from {', '.join(MAIN_LEARNERS)}"
             )
         if self.main_learner in TABULAR_LEARNERS:
-            if self.rows * self.cols > TABULAR_CELLS:
+            if not self.enumerable:
                 raise ValueError(
-                    f"a {self.main_learner} table needs a board of at most {TABULAR_CELLS} cells, "
-                    f"not {self.rows}x{self.cols}: try --game connect3-4x4"
+                    f"a {self.main_learner} table needs a game of at most {TABULAR_MOVES} moves, "
+                    f"not {self.board.title}: try --game connect3-4x4"
                 )
             if self.alphazero_from:
                 raise ValueError(f"a {self.main_learner} main agent learns by itself: no alphazero_from")
-        if self.net.rows != self.rows or self.net.cols != self.cols:
-            raise ValueError("the network's board size must match the league's")
+        if self.net != self.net.fitted(self.board):
+            raise ValueError(f"the network's shape must match the league's game, {self.board.title}")
 
     @property
-    def geometry(self) -> Geometry:
-        return Geometry(self.rows, self.cols, self.connect)
+    def enumerable(self) -> bool:
+        """Whether every position of the league's game can be enumerated (`TABULAR_MOVES`): a
+        table can learn it, and every snapshot gets an exact NashConv."""
+        return self.board.max_game_length <= TABULAR_MOVES
+
+    @property
+    def bots(self) -> tuple[str, ...]:
+        """The league's scripted members (`LEAGUE_BOTS`): ``random``, then its game's baseline."""
+        return LEAGUE_BOTS[self.game]
 
     @property
     def board(self) -> Game:
         """The game the league plays, with its parameters (`c4core.games`)."""
-        return load(self.game, rows=self.rows, cols=self.cols, connect=self.connect)
+        takes = load(self.game).params  # the board fields this game reads
+        return load(self.game, **{k: getattr(self, k) for k in takes})
 
     @property
     def variant(self) -> str:
@@ -504,7 +554,7 @@ class LeagueConfig:
         if ppo_gens:
             parts.append(
                 f"{ppo_gens} PPO generation(s) x {p.iterations} iterations x {p.games} games against "
-                "random, tactical, the best snapshots and itself"
+                f"{', '.join(self.bots)}, the best snapshots and itself"
             )
         if self.generations > ppo_gens:
             parts.append(
@@ -694,9 +744,10 @@ def league_config(
     and games those of both learners, and so are `ranks`; `precision`,
     `NetConfig.precision`). `game` is a game or a named variant (`c4core.games.VARIANTS`:
     ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
-    for that board. `learner` is the main agent's (`LeagueConfig.main_learner`). A precision
-    of None or ``"auto"`` keeps the profile's, but a
-    bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
+    for that game, and a game without an exact solver (`SOLVED_GAMES`) drops the profile's
+    solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
+    trains every generation (no AlphaZero-style ones). A precision of None or ``"auto"`` keeps
+    the profile's, but a bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
     emulated, it is several times slower, not faster. A ValueError names a
     bad value."""
@@ -707,12 +758,17 @@ def league_config(
         "device": device,
         "roles": tuple(roles) if roles is not None else None,
         "main_learner": learner,
+        # a table learns alone: the profile's AlphaZero-style generations follow PPO, not it
+        "alphazero_from": 0 if learner in TABULAR_LEARNERS else None,
     }
     board = {k: v for k, v in (("rows", rows), ("cols", cols), ("connect", connect)) if v is not None}
     if game is not None or board:
         chosen = load(game or LEAGUE_GAMES[0], **board)
         given |= {"game": chosen.name, **chosen.params}
-        given["net"] = {"rows": given["rows"], "cols": given["cols"]}
+        fitted = NetConfig().fitted(chosen)
+        given["net"] = {k: getattr(fitted, k) for k in ("rows", "cols", "planes", "actions")}
+        if chosen.name not in SOLVED_GAMES:  # the profile's solver settings need a solver
+            given["alphazero"] = {"solve_from": 0, "search": {"probe_from": 0}}
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:
         ppo, alphazero = replace(config.ppo, ranks=ranks), replace(config.alphazero, ranks=ranks)
@@ -730,8 +786,6 @@ def league_config(
 
 
 # ---- member names --------------------------------------------------------------------------------
-BOT_NAMES = ("random", "tactical")
-"""The scripted members every league holds, anchoring its ratings."""
 
 
 def snapshot_name(generation: int, role: str = MAIN) -> str:

@@ -159,11 +159,14 @@ def match_line(result: MatchResult) -> str:
     )
 
 
-def closing_summary(fit: EloFit, member: str, results: Iterable[MatchResult], where: str | None) -> str:
-    """The lines a league ends with: the ladder, the champion `member`, its score against
-    `tactical`, and `where` (its registry version or checkpoint) when given."""
+def closing_summary(
+    fit: EloFit, member: str, results: Iterable[MatchResult], where: str | None, baseline: str = "tactical"
+) -> str:
+    """The lines a league ends with: the ladder, the champion `member`, its score against the
+    game's `baseline` bot (`LeagueConfig.bots`), and `where` (its registry version or checkpoint)
+    when given."""
     from c4core.elo import format_ladder
 
     lines = [format_ladder(fit), f"champion: {member} ({fit.ratings[member]:.0f} Elo)"]
-    lines += [line for line in (versus_line(results, member), where) if line is not None]
+    lines += [line for line in (versus_line(results, member, baseline), where) if line is not None]
     return "\n".join(lines)

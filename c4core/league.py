@@ -51,7 +51,7 @@ import torch
 from torch import distributed
 
 from c4core.bots import BOTS, Player
-from c4core.config import BOT_NAMES, MAIN, LeagueConfig, generation_of, role_of, snapshot_name
+from c4core.config import MAIN, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit, fit_elo
 from c4core.learners import LEARNERS, TrainingJob
 from c4core.match import WDL, MatchResult, head_to_head, play_match
@@ -135,7 +135,7 @@ def members(store: LeagueStore, config: LeagueConfig, generations: int) -> list[
         for role in config.roles_at(g)
         if store.snapshot(g, role) is not None
     ]
-    return list(BOT_NAMES) + snaps
+    return list(config.bots) + snaps
 
 
 def new_pairs(store: LeagueStore, config: LeagueConfig, generation: int) -> list[tuple[str, str]]:
@@ -157,7 +157,7 @@ def results_upto(results: Iterable[MatchResult], generation: int) -> list[MatchR
 
     def known(name: str) -> bool:
         g = generation_of(name)
-        return name in BOT_NAMES or (g is not None and g <= generation)
+        return g is None or g <= generation  # a bot, or a snapshot by then
 
     return [r for r in results if known(r.a) and known(r.b)]
 
@@ -172,15 +172,15 @@ def champion_after(results: Iterable[MatchResult], generation: int) -> str | Non
 def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int, role: str = MAIN) -> list[str]:
     """`role`'s opponents in `generation`.
 
-    - The main agent by PPO: both bots, `top_snapshots` snapshots so far (the best-rated, or
-      drawn by PFSP: `opponent_sampling`), and itself. By AlphaZero: itself, and with a
-      `league_share`, `top_snapshots` snapshots drawn by PFSP.
+    - The main agent by PPO: the game's bots (`LeagueConfig.bots`), `top_snapshots` snapshots
+      so far (the best-rated, or drawn by PFSP: `opponent_sampling`), and itself. By
+      AlphaZero: itself, and with a `league_share`, `top_snapshots` snapshots drawn by PFSP.
     - The main exploiter: the champion, only.
     - The league exploiter: `top_snapshots` members of the whole league drawn by PFSP.
     """
     results = results_upto(store.results(), generation - 1)
     league = members(store, config, generation - 1)
-    snaps = [m for m in league if m not in BOT_NAMES]
+    snaps = [m for m in league if m not in config.bots]
     if role == "main-exploiter":
         target = champion_after(results, generation - 1)
         if target is None:
@@ -199,7 +199,7 @@ def pick_opponents(store: LeagueStore, config: LeagueConfig, generation: int, ro
         fit = fit_ratings(results)
         ratings = fit.ratings if fit else {}
         picked = sorted(snaps, key=lambda m: (-ratings.get(m, float("-inf")), m))[: config.top_snapshots]
-    return list(BOT_NAMES) + picked + ["self"]
+    return list(config.bots) + picked + ["self"]
 
 
 def _pfsp_pick(
@@ -654,7 +654,7 @@ def play_league_match(store: LeagueStore, config: LeagueConfig, a: str, b: str) 
         config.match_games,
         seed=match_seed(config, a, b),
         opening_plies=config.opening_plies,
-        geometry=config.geometry,
+        game=config.board,
         device=config.device,
     )
     store.record_match(result)

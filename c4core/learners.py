@@ -85,7 +85,7 @@ class NetLearner:
             if previous.optimizer and previous.role == job.role:  # its own run goes on; a restart is fresh
                 optimizer.load_state_dict(previous.optimizer)
         self._fit(net, optimizer, job)
-        return Checkpoint.of(net, config.geometry, job.generation, optimizer, config.to_dict(), job.role)
+        return Checkpoint.of(net, config.board, job.generation, optimizer, config.to_dict(), job.role)
 
     def _fit(self, net: PolicyValueNet, optimizer: torch.optim.Optimizer, job: TrainingJob) -> None:
         raise NotImplementedError
@@ -102,7 +102,7 @@ class PPOLearner(NetLearner):
             group["lr"], group["weight_decay"] = config.ppo.learning_rate, 0.0
         # snapshots in training play stochastically, so the learner meets varied games
         players = job.players()
-        train_ppo(net, config.ppo, players, job.seed, config.geometry, optimizer, job.record, job.ranks)
+        train_ppo(net, config.ppo, players, job.seed, config.board, optimizer, job.record, job.ranks)
 
 
 class AlphaZeroLearner(NetLearner):
@@ -115,7 +115,7 @@ class AlphaZeroLearner(NetLearner):
         config = job.config
         members = [(p.name, p.net) for p in job.players() if isinstance(p, NetPlayer)]
         train_alphazero(
-            net, config.alphazero, job.seed, config.geometry, optimizer, job.record, members, job.ranks
+            net, config.alphazero, job.seed, config.board, optimizer, job.record, members, job.ranks
         )
 
 
@@ -140,7 +140,7 @@ class TabularLearner:
         assert isinstance(table, QTable)
         first_game = (job.generation - 1) * t.iterations * t.games
         train_table(table, t, self.method, job.seed, first_game, job.record)
-        return Checkpoint.of_table(table, config.geometry, job.generation, config.to_dict(), job.role)
+        return Checkpoint.of_table(table, job.generation, config.to_dict(), job.role)
 
 
 LEARNERS: dict[str, Learner] = {

@@ -3,8 +3,10 @@
 Games come in pairs that share a random opening of `opening_plies` plies; A moves first in one
 game of the pair and B in the other, so first-move advantage never leaks into a rating and
 greedy players never replay a single game. Results are reported from A's side, in total and
-split by who moved first. Two scripted bots play in compiled kernels; anything else steps a
-`Boards` batch, each player acting on the games where it is to move.
+split by who moved first. Two of Connect Four's scripted bots play in compiled kernels; anything
+else steps a batch of the game (`Game.new_batch`), each player acting on the games where it is to
+move, whoever that is after the last move (in Dots and Boxes a player who completes a box moves
+again).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from c4core import kernels
-from c4core.game import STANDARD, Geometry
+from c4core.games import ConnectFour, Game
 
 if TYPE_CHECKING:  # torch loads only when a network plays, so bot-only matches start fast
     import torch
@@ -128,18 +130,18 @@ def play_match(
     games: int,
     seed: int = 0,
     opening_plies: int = 4,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
     device: str = "cpu",
     batch_pairs: int = 4096,
 ) -> MatchResult:
-    """Play `games` games (an even number) between A and B and return A's record."""
+    """Play `games` games (an even number) of `game` between A and B and return A's record."""
     if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
         raise ValueError(f"games must be an even number of at least 2 (both colours), got {games!r}")
-    if not 0 <= opening_plies < geometry.cells:
-        raise ValueError(f"opening_plies must be between 0 and {geometry.cells - 1}")
+    if not 0 <= opening_plies < game.max_game_length:
+        raise ValueError(f"opening_plies must be between 0 and {game.max_game_length - 1}")
     start = time.perf_counter()
-    if a.kernel is not None and b.kernel is not None:
-        g = geometry
+    if a.kernel is not None and b.kernel is not None and isinstance(game, ConnectFour):
+        g = game.geometry
         out = kernels.play_match(
             a.kernel, b.kernel, games // 2, seed, opening_plies, g.rows, g.cols, g.connect
         )
@@ -151,7 +153,7 @@ def play_match(
         for i, lo in enumerate(range(0, pairs, batch_pairs)):
             n = min(batch_pairs, pairs - lo)
             gen = torch.Generator().manual_seed(seed * 1_000_003 + i)
-            chunks.append(_play_batch(a, b, n, opening_plies, geometry, device, gen))
+            chunks.append(_play_batch(a, b, n, opening_plies, game, device, gen))
         out = np.concatenate(chunks)
     return MatchResult(
         a=a.name,
@@ -169,26 +171,25 @@ def _play_batch(
     b: Player,
     pairs: int,
     opening_plies: int,
-    geometry: Geometry,
+    game: Game,
     device: str,
     gen: torch.Generator,
 ) -> np.ndarray:
     """Outcomes from A's side for `pairs` game pairs; game 2i has A first, 2i+1 B first."""
     import torch
 
-    from c4core.batch import Boards
     from c4core.bots import play_opening
 
-    boards = Boards(2 * pairs, geometry, device)
+    boards = game.new_batch(2 * pairs, device)
     play_opening(boards, opening_plies, gen, paired=True)
-    a_first = torch.arange(2 * pairs, device=boards.device) % 2 == 0
+    a_seat = torch.arange(2 * pairs, device=boards.device) % 2  # A is player 0 in even games
     while not bool(boards.done.all()):
-        a_to_move = boards.first_player_to_move() == a_first
+        a_to_move = boards.to_move() == a_seat
         cols = torch.zeros(len(boards), dtype=torch.int64, device=boards.device)
         for player, turn in ((a, a_to_move), (b, ~a_to_move)):
             idx = torch.nonzero(turn & ~boards.done).squeeze(1)
             if len(idx):
                 cols[idx] = player.act(boards.select(idx), gen).to(boards.device)
         boards.play(cols)
-    first_result = boards.result.cpu().numpy()
-    return np.where(a_first.cpu().numpy(), first_result, -first_result).astype(np.int8)
+    returns = boards.returns().cpu()
+    return returns[torch.arange(2 * pairs), a_seat.cpu()].numpy().astype(np.int8)

@@ -1,14 +1,15 @@
 """The policy-value network, the player that wraps it, and checkpoints.
 
 A residual CNN in the AlphaZero mould: a 3x3 stem, `blocks` residual blocks of two 3x3
-convolutions, then a policy head (one logit per column) and a value head (tanh, the expected
-result for the side to move). Illegal columns are masked before any softmax, so neither
-sampling nor argmax can pick one.
+convolutions, then a policy head (one logit per action) and a value head (tanh, the expected
+result for the player to move). Illegal actions are masked before any softmax, so neither
+sampling nor argmax can pick one. The net reads a game's observations (`Game.observation`) and
+is built for one game's shape (`NetConfig.fitted`), so it plays any game of the interface.
 
-The input planes (`c4core.game.NUM_PLANES`) hold the mover's stones, the opponent's, the cells
-where a stone can land, each side's winning cells, and a constant plane that marks the board
-edge for the zero-padded convolutions. Giving the threat maps as input is what lets a small
-CPU-sized net learn tactics in minutes rather than hours.
+Connect Four's input planes (`c4core.game.NUM_PLANES`) hold the mover's stones, the opponent's,
+the cells where a stone can land, each side's winning cells, and a constant plane that marks
+the board edge for the zero-padded convolutions. Giving the threat maps as input is what lets a
+small CPU-sized net learn tactics in minutes rather than hours.
 
 Checkpoints are plain dicts of tensors and primitives written by `torch.save`, and read with
 ``weights_only=True``, so loading one never unpickles arbitrary objects. A checkpoint holds a
@@ -25,11 +26,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from c4core.batch import Boards
 from c4core.bots import Player
 from c4core.config import NetConfig
-from c4core.game import NUM_PLANES, STANDARD, Geometry
-from c4core.games.connect4 import ConnectFour
+from c4core.game import Geometry
+from c4core.games import BatchState, ConnectFour, Game, load
 from c4core.tabular import QTable, TablePlayer
 
 _NEG = -1e9
@@ -53,16 +53,16 @@ class PolicyValueNet(nn.Module):
         super().__init__()
         self.config = config
         c, cells = config.channels, config.rows * config.cols
-        self.stem = nn.Conv2d(NUM_PLANES, c, 3, padding=1)
+        self.stem = nn.Conv2d(config.planes, c, 3, padding=1)
         self.blocks = nn.Sequential(*[_Block(c) for _ in range(config.blocks)])
         self.policy_conv = nn.Conv2d(c, 2, 1)
-        self.policy_fc = nn.Linear(2 * cells, config.cols)
+        self.policy_fc = nn.Linear(2 * cells, config.num_actions)
         self.value_conv = nn.Conv2d(c, 1, 1)
         self.value_fc1 = nn.Linear(cells, config.value_hidden)
         self.value_fc2 = nn.Linear(config.value_hidden, 1)
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked policy logits [n, cols] and values [n] in -1..1 for the side to move."""
+        """Masked policy logits [n, actions] and values [n] in -1..1 for the player to move."""
         if not self.config.threat_planes:
             planes = planes.clone()
             planes[:, 3:5] = 0
@@ -79,9 +79,9 @@ class PolicyValueNet(nn.Module):
         return logits, torch.tanh(self.value_fc2(v)).squeeze(1)
 
     @torch.no_grad()
-    def evaluate(self, boards: Boards) -> tuple[torch.Tensor, torch.Tensor]:
-        """Move probabilities [n, cols] (0 on full columns) and values [n] for a batch."""
-        logits, value = self(boards.planes(), boards.legal())
+    def evaluate(self, boards: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
+        """Move probabilities [n, actions] (0 on illegal ones) and values [n] for a batch."""
+        logits, value = self(boards.observation(), boards.legal())
         return torch.softmax(logits, 1), value
 
 
@@ -136,20 +136,20 @@ class NetPlayer(Player):
         self.temperature = temperature
 
     @torch.no_grad()
-    def policy(self, boards: Boards) -> torch.Tensor:
-        """The greedy column as certain (the lowest of equal logits, as `argmax` picks), else the
+    def policy(self, boards: BatchState) -> torch.Tensor:
+        """The greedy action as certain (the lowest of equal logits, as `argmax` picks), else the
         softmax at `temperature`."""
         device = next(self.net.parameters()).device
-        logits, _ = self.net(boards.planes().to(device), boards.legal().to(device))
+        logits, _ = self.net(boards.observation().to(device), boards.legal().to(device))
         if self.greedy:
             return torch.nn.functional.one_hot(logits.argmax(1), logits.shape[1]).float().cpu()
         return torch.softmax(logits / self.temperature, 1).cpu()
 
     @torch.no_grad()
-    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
         device = next(self.net.parameters()).device
         legal = boards.legal()
-        logits, _ = self.net(boards.planes().to(device), legal.to(device))
+        logits, _ = self.net(boards.observation().to(device), legal.to(device))
         if self.greedy:
             cols = logits.argmax(1)
         else:
@@ -168,8 +168,9 @@ class Checkpoint:
     """The network's state dict, or a table's ``q`` (a row per position, a column per action)."""
     net_config: NetConfig | None
     """The network's shape; None for a table."""
-    geometry: Geometry = STANDARD
-    """The game it plays."""
+    game: Game = ConnectFour()
+    """The game it plays, with its parameters; files from before other games play Connect Four
+    on the board they name."""
     generation: int = 0
     """League generation that produced it (0 for an untrained net)."""
     optimizer: dict[str, Any] | None = None
@@ -185,11 +186,18 @@ class Checkpoint:
     def build(self, device: str | torch.device = "cpu") -> PolicyValueNet | QTable:
         """The network (on `device`, in eval mode), or the table, ready to evaluate positions."""
         if self.kind == "table":
-            return QTable(ConnectFour(self.geometry), self.model["q"].numpy())
+            return QTable(self.game, self.model["q"].numpy())
         assert self.net_config is not None
         net = PolicyValueNet(self.net_config)
         net.load_state_dict(self.model)
         return net.to(device).eval()
+
+    @property
+    def geometry(self) -> Geometry:
+        """The Connect Four board it plays; `ValueError` for another game."""
+        if not isinstance(self.game, ConnectFour):
+            raise ValueError(f"this snapshot plays {self.game.title}, not Connect Four")
+        return self.game.geometry
 
     def player(self, name: str, greedy: bool = True, device: str | torch.device = "cpu") -> Player:
         """The snapshot as a player: its network's (`NetPlayer`) or its table's (`TablePlayer`)."""
@@ -207,7 +215,7 @@ class Checkpoint:
                 "format": 1,
                 "model": self.model,
                 "net_config": asdict(self.net_config) if self.net_config is not None else None,
-                "geometry": asdict(self.geometry),
+                "game": {"name": self.game.name, "params": dict(self.game.params)},
                 "generation": self.generation,
                 "optimizer": self.optimizer,
                 "train_config": self.train_config,
@@ -234,7 +242,7 @@ class Checkpoint:
             return cls(
                 model=dict(raw["model"]),
                 net_config=NetConfig(**raw["net_config"]) if raw["net_config"] is not None else None,
-                geometry=Geometry(**raw["geometry"]),
+                game=_game(raw),
                 generation=int(raw["generation"]),
                 optimizer=raw["optimizer"],
                 train_config=dict(raw["train_config"]),
@@ -248,7 +256,7 @@ class Checkpoint:
     def of(
         cls,
         net: PolicyValueNet,
-        geometry: Geometry = STANDARD,
+        game: Game = ConnectFour(),
         generation: int = 0,
         optimizer: torch.optim.Optimizer | None = None,
         train_config: dict[str, Any] | None = None,
@@ -257,7 +265,7 @@ class Checkpoint:
         return cls(
             model={k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
             net_config=net.config,
-            geometry=geometry,
+            game=game,
             generation=generation,
             optimizer=optimizer.state_dict() if optimizer is not None else None,
             train_config=train_config or {},
@@ -268,7 +276,6 @@ class Checkpoint:
     def of_table(
         cls,
         table: QTable,
-        geometry: Geometry,
         generation: int = 0,
         train_config: dict[str, Any] | None = None,
         role: str = "main",
@@ -276,12 +283,18 @@ class Checkpoint:
         return cls(
             model={"q": torch.from_numpy(table.q.copy())},
             net_config=None,
-            geometry=geometry,
+            game=table.game,
             generation=generation,
             train_config=train_config or {},
             role=role,
             kind="table",
         )
+
+
+def _game(raw: dict[str, Any]) -> Game:
+    if "game" not in raw:  # written before other games: Connect Four on its board
+        return ConnectFour(Geometry(**raw["geometry"]))
+    return load(str(raw["game"]["name"]), **{k: int(v) for k, v in dict(raw["game"]["params"]).items()})
 
 
 def _kind(kind: Any) -> str:

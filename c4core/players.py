@@ -1,13 +1,15 @@
 """Player specs: the strings that name a player on the command line and in league records.
 
-``random``, ``tactical`` and ``lookahead`` are the scripted bots, ``perfect`` is the exact
-solver (small boards only), a path to a ``.pt`` file is a checkpoint played greedily by its
-network, and a registry URI (``models:/connect4@champion``, ``models:/connect4/7``,
-``models:/connect4/Production``) is a registered snapshot, fetched by the caller's `registry`
-function (the CLI's reads MLflow through `c4core.registry`; this module never imports it). Any network
-spec followed by ``+mcts<N>`` plays with N simulations of search per move (`c4core.search`), and
-``+mcts<N>+probe<P>`` also probes the exact solver at search leaves of at least P stones
-(search plus an oracle: its strength is not the network's own).
+``random``, ``tactical`` and ``lookahead`` are the scripted bots (``random`` plays every game,
+the other two Connect Four), ``perfect`` is the exact solver (Connect Four's on small boards,
+Dots and Boxes' up to 3x3 boxes), a
+path to a ``.pt`` file is a checkpoint played greedily by its network, and a registry URI
+(``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``) is a
+registered snapshot, fetched by the caller's `registry` function (the CLI's reads MLflow through
+`c4core.registry`; this module never imports it). Any network spec followed by ``+mcts<N>``
+plays with N simulations of search per move (`c4core.search`), and ``+mcts<N>+probe<P>`` also
+probes the exact solver at search leaves of at least P stones (search plus an oracle: its
+strength is not the network's own).
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from c4core.bots import BOTS, Player
-from c4core.game import STANDARD, Geometry
-from c4core.games import ConnectFour
+from c4core.games import ConnectFour, DotsAndBoxes, Game
 
 if TYPE_CHECKING:
     from c4core.net import Checkpoint
@@ -34,51 +35,60 @@ PROBE_SUFFIX = "+probe"
 
 
 def make_player(
-    spec: str, geometry: Geometry = STANDARD, device: str = "cpu", registry: RegistryFetch | None = None
+    spec: str, game: Game = ConnectFour(), device: str = "cpu", registry: RegistryFetch | None = None
 ) -> Player:
-    """Build the player a spec names; `ValueError` with the accepted forms when it names none.
-    A registry URI needs `registry`, which fetches it."""
+    """Build the player of `game` a spec names; `ValueError` with the accepted forms when it
+    names none, or names a player of another game. A registry URI needs `registry`, which
+    fetches it."""
     head, sep, stones = spec.rpartition(PROBE_SUFFIX)
     if sep and stones.isascii() and stones.isdigit():
         from c4core.search import SearchPlayer
 
-        inner = make_player(head, geometry, device, registry)
+        inner = make_player(head, game, device, registry)
         if not isinstance(inner, SearchPlayer) or inner.config.probe_from:
             raise ValueError(f"{PROBE_SUFFIX}<stones> goes after a search ({head}+mcts<N>), in {spec!r}")
-        if not 1 <= int(stones) <= geometry.cells:
-            raise ValueError(f"{PROBE_SUFFIX} needs a stone count within 1..{geometry.cells}, in {spec!r}")
+        if not isinstance(game, ConnectFour):
+            raise ValueError(f"{PROBE_SUFFIX} probes Connect Four's solver: {game.title} has none")
+        cells = game.geometry.cells
+        if not 1 <= int(stones) <= cells:
+            raise ValueError(f"{PROBE_SUFFIX} needs a stone count within 1..{cells}, in {spec!r}")
         return SearchPlayer(inner.net, None, replace(inner.config, probe_from=int(stones)), inner.net_name)
     head, sep, sims = spec.rpartition(SEARCH_SUFFIX)
     if sep and head and sims.isascii() and sims.isdigit():
         from c4core.search import SearchPlayer  # a network player with search on top
 
-        return SearchPlayer.around(make_player(head, geometry, device, registry), int(sims))
+        return SearchPlayer.around(make_player(head, game, device, registry), int(sims))
     if spec.startswith("models:/"):
         if registry is None:
             raise ValueError(f"{spec} is a registry URI: it needs an MLflow tracking URI")
         ckpt, name = registry(spec)
-        if ckpt.geometry != geometry:
-            raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
+        if ckpt.game != game:
+            raise ValueError(f"{spec} plays {ckpt.game.title}, not {game.title}")
         return ckpt.player(name, device=device)
     if spec in BOTS:
-        return BOTS[spec]()
+        bot = BOTS[spec]()
+        if bot.plays is not None and game.name not in bot.plays:
+            raise ValueError(f"{spec} plays {', '.join(bot.plays)} only, not {game.title}")
+        return bot
     if spec == "perfect":
         from c4core.solver import PerfectBot
 
-        return PerfectBot(geometry)
+        if isinstance(game, DotsAndBoxes):
+            from c4core.dots_solver import DotsPerfectBot
+
+            return DotsPerfectBot(game.boxes)
+        if not isinstance(game, ConnectFour):
+            raise ValueError(f"perfect is an exact solver's: {game.title} has none")
+        return PerfectBot(game.geometry)
     path = Path(spec)
     if path.suffix == ".pt" or path.is_file():
         from c4core.net import Checkpoint  # torch loads only for snapshots
 
         ckpt = Checkpoint.load(path)
-        if ckpt.geometry != geometry:
-            raise ValueError(f"{spec} plays {_title(ckpt.geometry)}, not {_title(geometry)}")
+        if ckpt.game != game:
+            raise ValueError(f"{spec} plays {ckpt.game.title}, not {game.title}")
         return ckpt.player(path.stem, device=device)
     raise ValueError(
         f"unknown player {spec!r}: use random, tactical, lookahead, perfect, a checkpoint file (.pt), "
         "or a registry URI (models:/connect4@champion)"
     )
-
-
-def _title(geometry: Geometry) -> str:
-    return ConnectFour(geometry).title

@@ -1,13 +1,15 @@
 """PPO self-play: the learner plays a list of opponents (and itself) and improves by clipped PPO.
 
-One iteration collects `games` games in a single `Boards` batch, split evenly over the
-opponents; the learner moves first in half of each opponent's games, and plays both sides of
-the self-play games. Each learner decision stores its planes, legal mask, action, log-prob and
-value. Rewards come only at the end (+1 win, 0 draw, -1 loss), and advantages are GAE(lambda)
-over the learner's own decisions, bootstrapping from the value head (Schulman et al. 2016);
-the update is PPO-clip with a value baseline and an entropy bonus (Schulman et al. 2017), with
-names as in CleanRL. Mirror augmentation doubles every batch with the board's left-right image,
-old log-probs of the mirrored states taken from the pre-update network so the ratio stays exact.
+One iteration collects `games` games of any game (`c4core.games`) in a single batch, split
+evenly over the opponents; the learner moves first in half of each opponent's games, and plays
+both sides of the self-play games. Each learner decision stores its observation, legal mask,
+action, log-prob and value. Rewards come only at the end (+1 win, 0 draw, -1 loss), and
+advantages are GAE(lambda) over each player's own decisions in order, bootstrapping from the
+value head (Schulman et al. 2016), so a player who moves twice in a row (Dots and Boxes) simply
+has two decisions in a row; the update is PPO-clip with a value baseline and an entropy bonus
+(Schulman et al. 2017), with names as in CleanRL. Symmetry augmentation (`PPOConfig.mirror`)
+adds every decision's images under the game's symmetries (Connect Four's left-right mirror),
+old log-probs of the images taken from the pre-update network so the ratio stays exact.
 
 A learner can train data-parallel over `PPOConfig.ranks` processes (`c4core.ranks`), as PyTorch's
 DistributedDataParallel does: each rank collects its share of the games, and every gradient
@@ -26,11 +28,9 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from c4core.batch import Boards
 from c4core.bots import Player, play_opening
 from c4core.config import PPOConfig
-from c4core.game import STANDARD, Geometry
-from c4core.games import ConnectFour, Symmetry
+from c4core.games import ConnectFour, Game, Symmetry
 from c4core.match import WDL
 from c4core.net import PolicyValueNet
 from c4core.ranks import ALONE, Ranks
@@ -59,7 +59,7 @@ def collect(
     opponents: Sequence[Player | None],
     games: int,
     generator: torch.Generator,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
     gae_lambda: float = 0.9,
     opening_plies: int = 0,
 ) -> tuple[Rollout, dict[str, WDL]]:
@@ -72,31 +72,31 @@ def collect(
     per = max(2, (games // len(opponents)) // 2 * 2)
     n = per * len(opponents)
     device = next(net.parameters()).device
-    boards = Boards(n, geometry, device)
+    boards = game.new_batch(n, device)
     opp_id = torch.arange(n, device=device) // per
     is_self = torch.zeros(n, dtype=torch.bool, device=device)
     for j, opp in enumerate(opponents):
         if opp is None:
             is_self |= opp_id == j
     play_opening(boards, opening_plies, generator)
-    learner_first = torch.arange(n, device=device) % 2 == 0
+    learner_seat = torch.arange(n, device=device) % 2  # the learner is player 0 in even games
     steps: list[tuple[torch.Tensor, ...]] = []
     net.eval()
     with torch.no_grad():
         while not bool(boards.done.all()):
-            first_to_move = boards.first_player_to_move()
-            learner_turn = ((first_to_move == learner_first) | is_self) & ~boards.done
+            to_move = boards.to_move()
+            learner_turn = ((to_move == learner_seat) | is_self) & ~boards.done
             cols = torch.zeros(n, dtype=torch.int64, device=device)
             idx = torch.nonzero(learner_turn).squeeze(1)
             if len(idx):
                 sub = boards.select(idx)
-                planes, legal = sub.planes(), sub.legal()
+                planes, legal = sub.observation(), sub.legal()
                 logits, value = net(planes, legal)
                 probs = torch.softmax(logits, 1)
                 action = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1).to(device)
                 logp = torch.log_softmax(logits, 1).gather(1, action[:, None]).squeeze(1)
-                side = (~first_to_move[idx]).long()
-                steps.append((idx * 2 + side, planes, legal, action, logp, value))
+                # a trajectory is one player's decisions in one game
+                steps.append((idx * 2 + to_move[idx], planes, legal, action, logp, value))
                 cols[idx] = action
             for j, opp in enumerate(opponents):
                 if opp is None:
@@ -107,13 +107,12 @@ def collect(
             boards.play(cols)
 
     traj, planes, legal, actions, logprobs, values = (torch.cat(x) for x in zip(*steps, strict=True))
-    # reward for the side that made each decision: result is +1 when the first player won
-    result = boards.result[traj // 2]
-    reward = torch.where(traj % 2 == 0, result, -result).float()
+    returns = boards.returns()
+    reward = returns[traj // 2, traj % 2]  # for the player who made each decision
     advantages = gae(traj, values, reward, gae_lambda)
 
     stats: dict[str, WDL] = {}
-    learner_result = torch.where(learner_first, boards.result, -boards.result).cpu().numpy()
+    learner_result = returns[torch.arange(n, device=device), learner_seat].cpu().numpy()
     for j, opp in enumerate(opponents):
         name = "self" if opp is None else opp.name
         stats[name] = WDL.of(learner_result[(opp_id == j).cpu().numpy()])
@@ -157,16 +156,16 @@ def ppo_update(
     config: PPOConfig,
     generator: torch.Generator,
     ranks: Ranks = ALONE,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
 ) -> dict[str, float]:
-    """Clipped-PPO epochs over one rollout of games on `geometry`'s board; returns the mean
-    losses over its gradient steps.
+    """Clipped-PPO epochs over one rollout of `game`; returns the mean losses over its gradient
+    steps.
 
     Data-parallel (`ranks`), every rank takes the same number of steps, each over its own
     share of its decisions, and the advantages are normalized over the step's decisions on
     all ranks."""
     if config.mirror:
-        batch = _with_mirror(net, batch, ConnectFour(geometry).symmetries[1])
+        batch = _with_images(net, batch, game.symmetries[1:])
     net.train()
     n = len(batch)
     params = [p for p in net.parameters() if p.requires_grad]
@@ -247,29 +246,25 @@ def _sum_gradients(params: list[torch.nn.Parameter], ranks: Ranks) -> None:
         p.grad.copy_(g.view_as(p))
 
 
-def _with_mirror(net: PolicyValueNet, batch: Rollout, mirror: Symmetry) -> Rollout:
-    """`batch` and its image under `mirror`, whose old log-probs come from `net` as it is."""
-    planes = mirror.observation(batch.planes)
-    legal = mirror.policy(batch.legal)
-    actions = mirror.action(batch.actions)
-    with torch.no_grad():
-        logits, _ = net(planes, legal)
-        logprobs = torch.log_softmax(logits, 1).gather(1, actions[:, None]).squeeze(1)
+def _with_images(net: PolicyValueNet, batch: Rollout, images: Sequence[Symmetry]) -> Rollout:
+    """`batch` and its images under `images`, whose old log-probs come from `net` as it is."""
+    parts = [batch]
+    for symmetry in images:
+        planes = symmetry.observation(batch.planes)
+        legal = symmetry.policy(batch.legal)
+        actions = symmetry.action(batch.actions)
+        with torch.no_grad():
+            logits, _ = net(planes, legal)
+            logprobs = torch.log_softmax(logits, 1).gather(1, actions[:, None]).squeeze(1)
+        parts.append(Rollout(planes, legal, actions, logprobs, batch.values, batch.advantages, batch.returns))
+    sampled = torch.ones_like(batch.actions, dtype=torch.bool)
+    on_policy = torch.cat((sampled, *(~sampled for _ in images)))
     return Rollout(
-        torch.cat((batch.planes, planes)),
-        torch.cat((batch.legal, legal)),
-        torch.cat((batch.actions, actions)),
-        torch.cat((batch.logprobs, logprobs)),
-        torch.cat((batch.values, batch.values)),
-        torch.cat((batch.advantages, batch.advantages)),
-        torch.cat((batch.returns, batch.returns)),
-        torch.cat(
-            (
-                torch.ones_like(batch.actions, dtype=torch.bool),
-                torch.zeros_like(batch.actions, dtype=torch.bool),
-            )
-        ),
+        *(torch.cat([getattr(p, f) for p in parts]) for f in _ROLLOUT_TENSORS), on_policy=on_policy
     )
+
+
+_ROLLOUT_TENSORS = ("planes", "legal", "actions", "logprobs", "values", "advantages", "returns")
 
 
 def train(
@@ -277,7 +272,7 @@ def train(
     config: PPOConfig,
     opponents: Sequence[Player | None],
     seed: int,
-    geometry: Geometry = STANDARD,
+    game: Game = ConnectFour(),
     optimizer: torch.optim.Optimizer | None = None,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
     ranks: Ranks = ALONE,
@@ -297,8 +292,8 @@ def train(
     for it in range(config.iterations):
         start = time.perf_counter()
         games = config.games // ranks.world
-        rollout, wdl = collect(net, opponents, games, gen, geometry, config.gae_lambda, config.opening_plies)
-        losses = ppo_update(net, optimizer, rollout, config, gen, ranks, geometry)
+        rollout, wdl = collect(net, opponents, games, gen, game, config.gae_lambda, config.opening_plies)
+        losses = ppo_update(net, optimizer, rollout, config, gen, ranks, game)
         metrics = {f"losses/{k}": v for k, v in losses.items()}
         # every rank's games and decisions, in one all-reduce: W/D/L rows, then the decisions
         rows = [[r.win, r.draw, r.loss] for r in wdl.values()] + [[len(rollout), 0, 0]]

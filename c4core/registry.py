@@ -72,14 +72,15 @@ from mlflow.tracking import MlflowClient
 
 from c4core.config import (
     MAIN,
-    TABULAR_CELLS,
     TABULAR_LEARNERS,
+    TABULAR_MOVES,
     LeagueConfig,
     generation_of,
     role_of,
     snapshot_name,
 )
 from c4core.elo import EloFit
+from c4core.games import ConnectFour
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
@@ -510,17 +511,21 @@ def model_card(
         if role == MAIN
         else f"{c.ppo.iterations} PPO iterations x {c.ppo.games} games a generation"
     )
+    from c4core.serving import example_moves
+
     tabular = c.learner(generation, role) in TABULAR_LEARNERS
+    four = isinstance(c.board, ConnectFour)
+    board = f"board {c.rows}x{c.cols}, connect {c.connect}" if four else f"board {c.rows}x{c.cols} boxes"
     lines = [
         f"**{c.board.title} {'action-value table' if tabular else 'policy-value net'}**, snapshot "
         f"`{member}` of league `{c.name}` (config `{store.config_hash}`, profile `{c.profile}`).",
         "",
         f"- Role: {ROLE_CARD[role]}.",
         f"- Table: one row of action values per position in play, by {c.learner(generation, role)}, "
-        f"board {c.rows}x{c.cols}, connect {c.connect}; served without search (`simulations` 0)."
+        f"{board}; served without search (`simulations` 0)."
         if tabular
         else f"- Network: {c.net.blocks} residual blocks x {c.net.channels} channels "
-        f"({c.net.precision} convolutions), board {c.rows}x{c.cols}, connect {c.connect}.",
+        f"({c.net.precision} convolutions), {board}.",
         f"- Training: {training}.",
     ]
     if fit is not None and member in fit.ratings:
@@ -528,12 +533,19 @@ def model_card(
         lines.append(f"- Elo: {fit.ratings[member]:.0f} (95% CI {lo:.0f}..{hi:.0f}; random = 0).")
     if win_vs_tactical is not None:
         lines.append(f"- Wins vs the tactical bot: {win_vs_tactical:.1%} of {c.match_games} games.")
+    n = c.board.num_actions
     lines += [
         "",
-        f'Input: records with `moves` (solver notation, e.g. `"4453"`) or `board` ({c.rows}x{c.cols}, '
-        "rows top to bottom, 0 empty / 1 first player / 2 second player). Output: `action` and "
-        f"`column` (0-{c.cols - 1}), one number under both names, the column to play; `probs` "
-        f"({c.cols} floats, 0 on full columns), `value` (-1..1 for the side to move).",
+        f'Input: records with `moves` (solver notation, e.g. `"{example_moves(c.board)}"`) or `board` '
+        f"({c.rows}x{c.cols}, rows top to bottom, 0 empty / 1 first player / 2 second player). "
+        f"Output: `action` and `column` (0-{n - 1}), one number under both names, the column to play, "
+        f"and `move`, its digit; `probs` ({n} floats, 0 on full columns), `value` (-1..1 for the side "
+        "to move)."
+        if four
+        else f'Input: records with `moves` (lines such as `"{example_moves(c.board)}"`, `h<row>,<col>` '
+        "and `v<row>,<col>` from 0, separated by spaces). Output: `action` (0-"
+        f"{n - 1}), the line to draw, and `move`, the same line in that notation; `probs` ({n} floats, "
+        "0 on drawn lines), `value` (-1..1 for the player to move).",
     ]
     return "\n".join(lines)
 
@@ -692,7 +704,7 @@ def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVers
         return recorded
     mine = store.snapshot(int(challenger.tags["generation"]))
     theirs = _download_version(store.client, holder)
-    if mine is None or mine.geometry != theirs.geometry:
+    if mine is None or mine.game != theirs.game:
         return None
     c = store.config
     result = play_match(
@@ -701,7 +713,7 @@ def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVers
         c.gating_games,
         seed=zlib.crc32(f"gating:{challenger.version}:{holder.version}:{c.seed}".encode()),
         opening_plies=c.opening_plies,
-        geometry=c.geometry,
+        game=c.board,
     )
     store.record_gating(result, str(challenger.version), str(holder.version))
     return result
@@ -866,6 +878,43 @@ def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[st
     return metrics
 
 
+DOTS_SUITE_TAGS = {
+    "suite/keeps_value": "suite_keeps_value",
+    "suite/keeps_outcome": "suite_keeps_outcome",
+    "suite/counted": "suite_counted",
+}
+"""The Dots and Boxes suite metrics that also become version tags, and their tag keys."""
+
+
+def log_dots_suite(store: MLflowStore, generation: int) -> dict[str, float] | None:
+    """In a Dots and Boxes league on a board the exact solver takes (`c4core.dots_suite.DRAWN`),
+    score the main agent's snapshot of `generation` (greedy, no search) on the league's suite,
+    made from its seed, and log it as `log_suite` logs a Connect Four suite: the metrics on its
+    generation run, then the tags (`DOTS_SUITE_TAGS`, the count last). None when nothing was done."""
+    from c4core.dots_suite import DRAWN, make_suite, score_suite
+    from c4core.games import DotsAndBoxes
+
+    game = store.config.board
+    if not isinstance(game, DotsAndBoxes) or (game.boxes.rows, game.boxes.cols) not in DRAWN:
+        return None
+    version = find_version(store, generation)
+    if version is None or all(t in version.tags for t in DOTS_SUITE_TAGS.values()):
+        return None
+    run, ckpt = store.generation_run(generation), store.snapshot(generation)
+    assert run is not None and ckpt is not None  # a registered version has a finished run
+    items = make_suite(game, seed=store.config.seed)
+    metrics = score_suite(ckpt.player(snapshot_name(generation)), game, items).metrics()
+    logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: the cached run predates it
+    if "suite/keeps_value" not in logged:
+        now = int(time.time() * 1000)
+        store.client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
+    for key in ("suite/keeps_value", "suite/keeps_outcome", "suite/counted"):
+        value = metrics[key]
+        text = str(int(value)) if key == "suite/counted" else f"{value:.4f}"
+        store.client.set_model_version_tag(version.name, version.version, DOTS_SUITE_TAGS[key], text)
+    return metrics
+
+
 NASH_CONV = "nash_conv"
 """Version tag and generation-run metric: the snapshot's exact NashConv (`log_nash_conv`); on
 the league run, a tag saying why none is computed, where the board is too large."""
@@ -877,19 +926,19 @@ LEAGUE_NASH_CONV = "league/nash_conv"
 
 
 def log_nash_conv(store: MLflowStore, generation: int) -> dict[str, dict[str, float]]:
-    """On a board small enough to enumerate (`c4core.config.TABULAR_CELLS`), the exact NashConv
+    """On a game small enough to enumerate (`LeagueConfig.enumerable`), the exact NashConv
     of every role's snapshot of `generation` as it plays its league matches (greedy;
     `c4core.exploitability`), and as it plays training games (`NASH_CONV_SAMPLING`): the
     ``nash_conv*`` metrics on its generation run, `NASH_CONV` on
     its version (to 4 decimals) and, for the main agent, `LEAGUE_NASH_CONV` on the league run.
     Returns what it computed, by member; a snapshot already tagged is skipped. The tag comes
     last, so a rerun after a crash in between computes again (the same numbers) without
-    logging twice. On a larger board the league run's `NASH_CONV` tag says why there is none."""
+    logging twice. On a larger game the league run's `NASH_CONV` tag says why there is none."""
     from c4core.exploitability import nash_conv, policy_of
 
     config = store.config
-    if config.rows * config.cols > TABULAR_CELLS:
-        reason = f"not computed: {config.board.title} has over {TABULAR_CELLS} cells, too many positions"
+    if not config.enumerable:
+        reason = f"not computed: {config.board.title} lasts over {TABULAR_MOVES} moves, too many positions"
         store.client.set_tag(store.league_run_id, NASH_CONV, reason)
         return {}
     done = {}
@@ -947,6 +996,7 @@ def after_generation(
                     register_snapshot(store, earlier, report.fit, role)
         if suite is not None:
             _try_log_suite(store, g, suite)  # before the report below, so its curve has this point
+        log_dots_suite(store, g)
         update_ratings(store, report.fit, g)
         log_exploitability(store, g)
         log_nash_conv(store, g)

@@ -24,7 +24,8 @@ MLflow, `c4core.registry.read_league` does, and `c4core.registry.log_report` log
   (``vs/<opponent>/win``), ``losses/policy``, ``losses/value`` and ``losses/entropy``.
 - **Sample game.** One seeded game of the champion (greedy) against ``tactical``, with numbered
   stones and the winning run marked.
-- **Suite.** If snapshots carry ``suite/keeps_result`` or ``suite/best_move``, a curve over
+- **Suite.** If snapshots carry ``suite/keeps_result`` or ``suite/best_move`` (or Dots and
+  Boxes' ``suite/keeps_value`` and ``suite/keeps_outcome``), a curve over
   generations.
 
 `build_report` takes a `LeagueData`, a `LocalStore` or a league folder, and writes ``report.html``,
@@ -53,6 +54,7 @@ import numpy as np
 from c4core.config import BOT_NAMES, MAIN, ROLES, LeagueConfig, generation_of, role_of, snapshot_name
 from c4core.elo import EloFit
 from c4core.game import STANDARD, Geometry, Position, has_won
+from c4core.games import ConnectFour
 from c4core.league import (
     BEAT_SCORE,
     LeagueStore,
@@ -437,7 +439,7 @@ def compute(data: LeagueData, seed: int = 0) -> LeagueReport:
     sample = None
     g = generation_of(champ)
     ckpt = data.snapshot(g) if g is not None else None
-    if ckpt is not None:
+    if ckpt is not None and isinstance(ckpt.game, ConnectFour):  # the figure draws Connect Four
         sample = play_sample_game(ckpt, champ, seed)
     rep = LeagueReport(data, members, fit, history, champions, champ, scores, games, splits, sample)
     if any(role_of(m) == "main-exploiter" for m in members):
@@ -514,7 +516,7 @@ def draw_ladder(rep: LeagueReport) -> Any:
                 np.array(xs) + nudge, ys, yerr=[ys - lo, hi - ys], color=colour, marker="s", ms=4,
                 mfc="white", capsize=2, linestyle=style, linewidth=1.2, elinewidth=0.8, label=m,
             )  # fmt: skip
-    for bot, style in zip(BOT_NAMES, ("--", ":"), strict=True):
+    for bot, style in zip(rep.data.config.bots, ("--", ":"), strict=True):
         if bot in rep.fit.ratings:
             ax.axhline(
                 rep.fit.ratings[bot], color="0.3", linestyle=style, linewidth=1.2, label=f"{bot} (bot)"
@@ -705,9 +707,11 @@ def draw_suite(rep: LeagueReport) -> Any:
     fig = _figure(6.5, 3.6)
     ax = fig.add_subplot()
     gens = sorted(rep.data.suite)
-    for key in ("suite/keeps_result", "suite/best_move"):
+    keys = ("suite/keeps_result", "suite/best_move", "suite/keeps_value", "suite/keeps_outcome")
+    for key in keys:  # Connect Four's suite, or Dots and Boxes' (`c4core.dots_suite`)
         ys = [rep.data.suite[g].get(key, np.nan) for g in gens]
-        ax.plot(gens, ys, marker="o", label=key.split("/")[1].replace("_", " "))
+        if not np.isnan(ys).all():
+            ax.plot(gens, ys, marker="o", label=key.split("/")[1].replace("_", " "))
     ax.set_xticks(gens)
     ax.set_ylim(0, 1)
     ax.set_xlabel("generation")

@@ -147,11 +147,12 @@ def search(
     With `config.probe_from`, leaves are probed with `solver`, `config.probe_nodes` nodes each;
     pass one to keep its transposition table warm across calls, else a fresh one is made."""
     game = game_of(boards)
-    if isinstance(net, PolicyValueNet):
-        shape = (net.config.rows, net.config.cols)
-        if shape != game.observation_shape[1:] or net.config.cols != game.num_actions:
-            h, w = game.observation_shape[1:]
-            raise ValueError(f"the net is built for {shape[0]}x{shape[1]}, not {h}x{w}")
+    if isinstance(net, PolicyValueNet) and net.config.fitted(game) != net.config:
+        c = net.config
+        raise ValueError(
+            f"the net is built for {c.rows}x{c.cols} observations and {c.num_actions} actions, "
+            f"not {game.title}'s {'x'.join(map(str, game.observation_shape[1:]))} and {game.num_actions}"
+        )
     if config.probe_from:
         if not isinstance(boards, Boards):
             raise ValueError(f"probing leaves needs the exact solver, which {game.variant} does not have")
@@ -244,7 +245,7 @@ class SearchPlayer(Player):
             raise ValueError(f"search needs a network player (a checkpoint), not {player.name!r}")
         return cls(player.net, simulations, config, net_name=player.name)
 
-    def act(self, boards: Boards, generator: torch.Generator | None = None) -> torch.Tensor:
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
         if self.config.probe_from and (self.solver is None or self.solver.geometry != boards.geometry):
             # one solver for the player's life: its table stays warm from move to move
             self.solver = Solver(boards.geometry)

@@ -1,22 +1,25 @@
 """The champion behind ``mlflow models serve``: a pyfunc model that answers one move per position.
 
-``mlflow models serve -m models:/connect4@champion --env-manager local`` loads `ConnectFourModel`
+``mlflow models serve -m models:/connect4@champion --env-manager local`` loads `SnapshotModel`
 from a registered version; ``POST /invocations`` then takes records such as::
 
     {"dataframe_records": [{"moves": "4453"}, {"board": [[0, 0, 0, 0, 0, 0, 0], ...]}],
      "params": {"simulations": 0, "probe_from": 0}}
 
-``moves`` is a solver-notation string (columns from 1), ``board`` the board's rows (six on the
-standard board) top to bottom with 0 empty, 1 first player, 2 second player. Each record gets
-``{"action": 0-6, "column": 0-6, "probs": [7 floats, 0 on full columns], "value": -1..1 for the
-side to move}`` on the standard board: ``action`` is the game interface's name for the move
-(`c4core.games`), and ``column`` the same number, kept for clients from before it. A snapshot of
-another board (a Connect-3 league on 4x4) answers with that board's columns, and its messages
-name its size. With ``simulations`` > 0 the answer
+``moves`` is a move string in the snapshot's game's notation (`Game.state_from_moves`: for
+Connect Four column digits from 1, ``"4453"``; for Dots and Boxes lines such as ``"h0,0 v1,2"``).
+A Connect Four snapshot also takes ``board``, the board's rows (six on the standard board) top to
+bottom with 0 empty, 1 first player, 2 second player. Each record gets ``{"action": the move's
+number (`c4core.games`), "move": the same in the game's notation, "probs": [a float per action,
+0 on illegal ones], "value": -1..1 for the player to move}``, and a Connect Four snapshot
+``"column"`` too, the action's number again, kept for clients from before other games. A
+snapshot of another board (a Connect-3 league on 4x4) answers with that board's columns, and its
+messages name its size. With ``simulations`` > 0 the answer
 comes from `c4core.search` (PUCT over the same net; the package ships all of ``c4core``), and with
 ``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
-(`SearchConfig.probe_from`), so the champion plays those endgames perfectly. Versions registered
-before ``probe_from`` existed do not declare it, and MLflow drops the parameter for them.
+(`SearchConfig.probe_from`), so the champion plays those endgames perfectly (Connect Four's
+solver: other games take 0). Versions registered before ``probe_from`` existed do not declare it,
+and MLflow drops the parameter for them.
 
 Bad input raises `MlflowException` with ``INVALID_PARAMETER_VALUE``, which the scoring server
 turns into HTTP 400 carrying our message (any other exception would become a generic error with
@@ -31,7 +34,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.types.schema import AnyType, Array, ColSpec, DataType, ParamSchema, ParamSpec, Schema
 
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour, Game, State, game_of
 from c4core.net import Checkpoint, PolicyValueNet
 from c4core.tabular import QTable
 
@@ -53,35 +57,46 @@ shared by the model server and the play page (`c4core.app`)."""
 MAX_RECORDS = 4096
 """Upper bound on records per request."""
 
-# `board` is declared Any so that our validation, not MLflow's type coercion, explains what is
-# wrong with a bad board (a float, a ragged row, a string) in one line.
-SIGNATURE = ModelSignature(
-    inputs=Schema(
-        [ColSpec(DataType.string, "moves", required=False), ColSpec(AnyType(), "board", required=False)]
-    ),
-    outputs=Schema(
-        [
-            ColSpec(DataType.long, "action"),
-            ColSpec(DataType.long, "column"),
-            ColSpec(Array(DataType.double), "probs"),
-            ColSpec(DataType.double, "value"),
-        ]
-    ),
-    params=ParamSchema(
-        [ParamSpec("simulations", DataType.long, 0), ParamSpec("probe_from", DataType.long, 0)]
-    ),
-)
+
+def signature(game: Game = ConnectFour()) -> ModelSignature:
+    """What a version of `game` takes and answers: ``moves`` (and Connect Four's ``board``) in,
+    ``action``, ``move``, ``probs`` and ``value`` (and Connect Four's ``column``) out."""
+    # `board` is declared Any so that our validation, not MLflow's type coercion, explains what
+    # is wrong with a bad board (a float, a ragged row, a string) in one line
+    four = isinstance(game, ConnectFour)
+    inputs = [ColSpec(DataType.string, "moves", required=False)]
+    outputs = [ColSpec(DataType.long, "action"), ColSpec(DataType.string, "move")]
+    if four:
+        inputs.append(ColSpec(AnyType(), "board", required=False))
+        outputs.append(ColSpec(DataType.long, "column"))
+    outputs += [ColSpec(Array(DataType.double), "probs"), ColSpec(DataType.double, "value")]
+    return ModelSignature(
+        inputs=Schema(inputs),
+        outputs=Schema(outputs),
+        params=ParamSchema(
+            [ParamSpec("simulations", DataType.long, 0), ParamSpec("probe_from", DataType.long, 0)]
+        ),
+    )
 
 
-def example_moves(geometry: Geometry = STANDARD) -> str:
-    """A short legal game on `geometry`'s board, for examples and messages: ``"4453"`` on the
-    standard board, the centre column twice elsewhere."""
-    return "4453" if geometry == STANDARD else str(geometry.cols // 2 + 1) * 2
+def example_moves(game: Game = ConnectFour()) -> str:
+    """A short legal game of `game`, for examples and messages: ``"4453"`` on the standard
+    Connect Four board, elsewhere the middle action twice (the centre column twice in Connect
+    Four, two lines in Dots and Boxes)."""
+    if game == ConnectFour():
+        return "4453"
+    state = game.new_state()
+    actions = []
+    for _ in range(2):
+        legal = state.legal_actions()
+        actions.append(legal[len(legal) // 2])
+        state = state.apply(actions[-1])
+    return game.moves_string(actions)
 
 
-def input_example(geometry: Geometry = STANDARD) -> pd.DataFrame:
-    """The example request a version carries: a short game on its own board, and the empty one."""
-    return pd.DataFrame({"moves": [example_moves(geometry), ""]})
+def input_example(game: Game = ConnectFour()) -> pd.DataFrame:
+    """The example request a version carries: a short game of its own, and the empty board."""
+    return pd.DataFrame({"moves": [example_moves(game), ""]})
 
 
 class BadInput(ValueError):
@@ -92,8 +107,11 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Position:
-    """The live position a record names; `BadInput` saying what is wrong otherwise."""
+def parse_record(record: Mapping[str, Any], game: Game = ConnectFour()) -> State:
+    """The live position of `game` a record names; `BadInput` saying what is wrong otherwise."""
+    if not isinstance(game, ConnectFour):
+        return _parse_moves(record, game)
+    geometry = game.geometry
     moves, board = record.get("moves"), record.get("board")
     if isinstance(board, np.ndarray):
         board = board.tolist()
@@ -102,7 +120,7 @@ def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Po
         raise BadInput("give either 'moves' or 'board', not both")
     if not has_moves and not has_board:
         raise BadInput(
-            f"each record needs 'moves' (a string such as \"{example_moves(geometry)}\") or 'board' "
+            f"each record needs 'moves' (a string such as \"{example_moves(game)}\") or 'board' "
             f"({_board_help(geometry)})"
         )
     try:
@@ -121,6 +139,24 @@ def parse_record(record: Mapping[str, Any], geometry: Geometry = STANDARD) -> Po
     if pos.is_full:
         raise BadInput("the board is full: there is no move to make")
     return pos
+
+
+def _parse_moves(record: Mapping[str, Any], game: Game) -> State:
+    """A record of a game other than Connect Four: its ``moves`` alone."""
+    moves = record.get("moves")
+    if not _missing(record.get("board")):
+        raise BadInput(f"'board' is Connect Four's: give {game.title} as 'moves'")
+    if _missing(moves):
+        raise BadInput(f"each record needs 'moves' (a string such as \"{example_moves(game)}\")")
+    if not isinstance(moves, str):
+        raise BadInput(f"'moves' must be a string of moves, got {type(moves).__name__}")
+    try:
+        state = game.state_from_moves(moves)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    if state.is_terminal:
+        raise BadInput("the game is already over: there is no move to make")
+    return state
 
 
 def _board_help(geometry: Geometry) -> str:
@@ -162,13 +198,17 @@ def simulations_of(params: Mapping[str, Any] | None) -> int:
     return int(sims)
 
 
-def probe_of(params: Mapping[str, Any] | None, simulations: int, geometry: Geometry = STANDARD) -> int:
-    """The ``probe_from`` parameter: 0 (no solver probes) or a stone count, only with search."""
+def probe_of(params: Mapping[str, Any] | None, simulations: int, game: Game = ConnectFour()) -> int:
+    """The ``probe_from`` parameter: 0 (no solver probes) or a stone count, only with search on
+    Connect Four (the game with a solver)."""
     probe = (params or {}).get("probe_from", 0)
     if probe is None:
         return 0
     if isinstance(probe, bool) or not isinstance(probe, (int, np.integer)):
         raise BadInput(f"'probe_from' must be a whole number, got {probe!r}")
+    if probe and not isinstance(game, ConnectFour):
+        raise BadInput(f"'probe_from' probes Connect Four's solver: {game.title} has none, so it must be 0")
+    geometry = game.geometry if isinstance(game, ConnectFour) else STANDARD
     if not 0 <= probe <= geometry.cells:
         raise BadInput(f"'probe_from' must be between 0 and {geometry.cells} stones, got {probe}")
     if probe and not simulations:
@@ -178,20 +218,22 @@ def probe_of(params: Mapping[str, Any] | None, simulations: int, geometry: Geome
 
 def evaluate(
     net: PolicyValueNet | QTable,
-    positions: list[Position],
+    positions: list[State],
     simulations: int = 0,
     probe_from: int = 0,
     solver: Any = None,
 ) -> list[dict[str, Any]]:
-    """One answer per live position: the chosen action (a column, also given as ``column``),
-    move probabilities and value, from a network or a table (`c4core.tabular.QTable`). With
-    `probe_from`, search probes `solver` (a `c4core.solver.Solver`; a fresh one when None) at
-    its leaves; a solver must not be shared by two calls at once (its table is not locked)."""
+    """One answer per live position of one game: the chosen action (also in the game's notation,
+    and for Connect Four as ``column``), move probabilities and value, from a network or a table
+    (`c4core.tabular.QTable`). With `probe_from`, search probes `solver` (a
+    `c4core.solver.Solver`; a fresh one when None) at its leaves; a solver must not be shared by
+    two calls at once (its table is not locked)."""
     import torch
 
-    from c4core.batch import Boards
-
-    boards = Boards.from_positions(positions)
+    if not positions:
+        return []
+    game = game_of(positions[0])
+    boards = game.batch_of(positions)
     legal = boards.legal().numpy()
     if simulations > 0:
         from c4core.search import SearchConfig, search
@@ -207,11 +249,15 @@ def evaluate(
         values = v.double().numpy()
     probs = np.where(legal, probs, 0.0)
     out = []
+    four = isinstance(game, ConnectFour)
     for i in range(len(positions)):
-        col = int(columns[i])
-        assert legal[i, col], "a model answered an illegal column"
-        value = float(np.clip(values[i], -1.0, 1.0))
-        out.append({"action": col, "column": col, "probs": [float(x) for x in probs[i]], "value": value})
+        action = int(columns[i])
+        assert legal[i, action], "a model answered an illegal action"
+        answer: dict[str, Any] = {"action": action, "move": game.format_action(action)}
+        if four:
+            answer["column"] = action
+        answer |= {"probs": [float(x) for x in probs[i]], "value": float(np.clip(values[i], -1.0, 1.0))}
+        out.append(answer)
     return out
 
 
@@ -226,12 +272,12 @@ class ProbingSolver:
         self._lock = threading.Lock()
 
     def evaluate(
-        self, net: PolicyValueNet | QTable, positions: list[Position], simulations: int, probe_from: int
+        self, net: PolicyValueNet | QTable, positions: list[State], simulations: int, probe_from: int
     ) -> list[dict[str, Any]]:
         """`evaluate` with this solver's table (plain `evaluate` when `probe_from` is 0)."""
         if not probe_from:
             return evaluate(net, positions, simulations)
-        geometry = positions[0].geometry if positions else STANDARD
+        geometry = positions[0].geometry if positions else STANDARD  # probes are Connect Four's
         with self._lock:
             if self._solver is None or self._solver.geometry != geometry:
                 from c4core.solver import Solver
@@ -240,12 +286,12 @@ class ProbingSolver:
             return evaluate(net, positions, simulations, probe_from, self._solver)
 
 
-class ConnectFourModel(mlflow.pyfunc.PythonModel):
-    """A league snapshot as a pyfunc: records in, one move per record out."""
+class SnapshotModel(mlflow.pyfunc.PythonModel):
+    """A league snapshot of any game as a pyfunc: records in, one move per record out."""
 
     def load_context(self, context: Any) -> None:
         ckpt = Checkpoint.load(context.artifacts["weights"])
-        self.geometry, self.kind = ckpt.geometry, ckpt.kind
+        self.game, self.kind = ckpt.game, ckpt.kind
         self.net = ckpt.build("cpu")
         self.solver = ProbingSolver()
 
@@ -253,8 +299,8 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        """One ``{"action", "column", "probs", "value"}`` per record; `MlflowException` (HTTP 400)
-        for bad input.
+        """One ``{"action", "move", "probs", "value"}`` (and Connect Four's ``"column"``) per
+        record; `MlflowException` (HTTP 400) for bad input.
 
         The input is hinted as the DataFrame that the signature's columns make of every request,
         a hint MLflow infers no schema from, so the declared `SIGNATURE` stays the contract and
@@ -265,20 +311,20 @@ class ConnectFourModel(mlflow.pyfunc.PythonModel):
                 raise BadInput(
                     "this version is a table of every position, not searched: 'simulations' must be 0"
                 )
-            probe = probe_of(params, sims, self.geometry)
+            probe = probe_of(params, sims, self.game)
             records = records_of(model_input)
             if not records:
                 # MLflow drops records that hold neither known field, so this covers those too
-                raise BadInput(
-                    "no position given: send records with 'moves' (a string such as "
-                    f"\"{example_moves(self.geometry)}\") or 'board' ({_board_help(self.geometry)})"
-                )
+                fields = f"'moves' (a string such as \"{example_moves(self.game)}\")"
+                if isinstance(self.game, ConnectFour):
+                    fields += f" or 'board' ({_board_help(self.game.geometry)})"
+                raise BadInput(f"no position given: send records with {fields}")
             if len(records) > MAX_RECORDS:
                 raise BadInput(f"at most {MAX_RECORDS} records per request, got {len(records)}")
             positions = []
             for i, rec in enumerate(records):
                 try:
-                    positions.append(parse_record(rec, self.geometry))
+                    positions.append(parse_record(rec, self.game))
                 except BadInput as e:
                     raise BadInput(f"record {i}: {e}") from None
             return self.solver.evaluate(self.net, positions, sims, probe)
@@ -304,9 +350,9 @@ _MODEL_CODE = """\
 # The pyfunc entry point (MLflow "models from code"): no pickled objects in the model.
 import mlflow.models
 
-from c4core.serving import ConnectFourModel
+from c4core.serving import SnapshotModel
 
-mlflow.models.set_model(ConnectFourModel())
+mlflow.models.set_model(SnapshotModel())
 """
 
 
@@ -325,8 +371,11 @@ def save_pyfunc(path: str | Path, checkpoint: Checkpoint) -> None:
             python_model=str(entry),
             artifacts={"weights": str(weights)},
             code_paths=[str(code)],
-            signature=SIGNATURE,
-            input_example=input_example(checkpoint.geometry),
+            signature=signature(checkpoint.game),
+            input_example=input_example(checkpoint.game),
             pip_requirements=_requirements(),
-            metadata={"generation": checkpoint.generation, "geometry": asdict(checkpoint.geometry)},
+            metadata={
+                "generation": checkpoint.generation,
+                "game": {"name": checkpoint.game.name, "params": dict(checkpoint.game.params)},
+            },
         )

@@ -47,7 +47,7 @@ from c4core.entry import (
     registry_line,
     tracking_uri,
 )
-from c4core.game import STANDARD, Geometry
+from c4core.games import ConnectFour, Game
 
 if TYPE_CHECKING:
     from c4core.config import LeagueConfig
@@ -71,15 +71,15 @@ XCOM_RETURN = "/airflow/xcom/return.json"
 written (the DAG's trainer pod passes it as ``--xcom``; a test checks it against the provider's)."""
 
 
-def suite_path(geometry: Geometry = STANDARD) -> str | None:
+def suite_path(game: Game = ConnectFour()) -> str | None:
     """The suite every registered snapshot is scored on: $C4_SUITE (set but empty: none), else
-    ``../shared/suite/dev.jsonl`` next to the repo when it exists and the league plays on its
-    board, `geometry` (as `c4 league`), else none."""
+    ``../shared/suite/dev.jsonl`` next to the repo when it exists and the league plays its game,
+    `game` (as `c4 league`), else none."""
     if "C4_SUITE" in os.environ:
         return os.environ["C4_SUITE"] or None
     from c4core.suite import default_suite_path
 
-    path = default_suite_path(geometry)
+    path = default_suite_path(game)
     return str(path) if path is not None else None
 
 
@@ -359,7 +359,7 @@ def register(
         champion=champion(elo),
         seconds=float(seconds),
     )
-    champ = after_generation(store, report, suite_path(config.geometry))
+    champ = after_generation(store, report, suite_path(config.board))
     if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
         log_league_report(store, champ)
         store.set_league_status("FINISHED")
@@ -383,7 +383,8 @@ def register(
 
 
 def summary(spec: Mapping[str, Any]) -> str:
-    """The final ladder, the champion, its score against `tactical` and its registry version."""
+    """The final ladder, the champion, its score against the game's baseline bot (`tactical` in
+    Connect Four) and its registry version."""
     from c4core.league import champion, fit_ratings
 
     spec = resolve(spec)
@@ -393,7 +394,7 @@ def summary(spec: Mapping[str, Any]) -> str:
     if elo is None:
         raise ValueError(f"league {spec['league']!r} has no match records yet")
     best = champion(elo)
-    return closing_summary(elo, best, results, registry_line(store, best))
+    return closing_summary(elo, best, results, registry_line(store, best), config.bots[-1])
 
 
 # ---- command line (the trainer pod's entry point) ------------------------------------------------

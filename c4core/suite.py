@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour, Game
 
 if TYPE_CHECKING:  # torch loads only when a suite is scored, so parsing one stays light
     from c4core.bots import Player
@@ -282,10 +283,10 @@ def suite_metrics(player: Player, path: str | Path, seed: int = 0, device: str =
     return evaluate_suite(player, load_suite(path), seed, device).metrics()
 
 
-def default_suite_path(geometry: Geometry = STANDARD) -> Path | None:
+def default_suite_path(game: Game = ConnectFour()) -> Path | None:
     """The shared dev suite next to the repository (``../shared/suite/dev.jsonl``), if it exists
-    and `geometry` is its board, the standard one (no other board has a default suite)."""
-    if geometry != STANDARD:
+    and `game` is its game, Connect Four on the standard board (no other has a default suite)."""
+    if game != ConnectFour():
         return None
     path = Path(__file__).resolve().parent.parent.parent / "shared" / "suite" / "dev.jsonl"
     return path if path.is_file() else None

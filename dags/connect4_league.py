@@ -40,7 +40,7 @@ from c4core.config import (  # config imports neither torch nor mlflow
     MAIN_LEARNERS,
     PRECISIONS,
     ROLES,
-    TABULAR_CELLS,
+    TABULAR_MOVES,
 )
 
 DAG_ID = "connect4_league"
@@ -97,9 +97,10 @@ PARAMS = {
         type="string",
         enum=list(LEAGUE_VARIANTS),
         title="Game",
-        description_md="The game and board the league plays: `connect4` (Connect Four, 6x7) or "
-        "`connect3-4x4` (three in a row on a 4x4 board). Each has a registered model of its own in "
-        "MLflow, named so, and its champions never meet the other's.",
+        description_md="The game and board the league plays: `connect4` (Connect Four, 6x7), "
+        "`connect3-4x4` (three in a row on a 4x4 board), or Dots and Boxes on `dots-and-boxes-3x3` or "
+        "`dots-and-boxes-4x4` boxes (a player who completes a box moves again). Each has a registered "
+        "model of its own in MLflow, named so, and its champions never meet another's.",
     ),
     "learner": Param(
         "ppo",
@@ -108,7 +109,7 @@ PARAMS = {
         title="Learner",
         description_md="How the main agent learns: `ppo` (a network; the profile's AlphaZero-style "
         "generations follow it), or `q-learning` or `sarsa`, a table of every position, by "
-        f"self-play. A table needs a board of at most {TABULAR_CELLS} cells: choose the game "
+        f"self-play. A table needs a game of at most {TABULAR_MOVES} moves: choose the game "
         "`connect3-4x4` with it.",
     ),
     "generations": Param(

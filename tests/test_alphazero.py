@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 import torch
+from exact import dots_movers_and_results
 from groups import in_group
 
 from c4core.alphazero import Samples, fit, member_player, seat_games, self_play, train
 from c4core.bots import Player
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour, load
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.ranks import Ranks, joined
 from c4core.search import SearchPlayer
@@ -24,6 +26,7 @@ from c4core.solver import Solver
 
 SEED = 97
 SMALL = Geometry(4, 4, 3)
+C3 = ConnectFour(SMALL)
 TINY = AlphaZeroConfig(
     iterations=2,
     games=8,
@@ -67,6 +70,15 @@ class CountingPlayer(Player):
         return self.inner.act(boards, generator)
 
 
+def position(samples: Samples, i: int, geometry: Geometry = SMALL) -> Position:
+    """Sample `i`'s position, read back from its observation's stone planes (mover's, then the
+    opponent's; cell k of a plane is bit `cell_bits[k]`)."""
+    mine, theirs = (samples.observation[i, p].flatten().tolist() for p in (0, 1))
+    current = sum(1 << b for b, on in zip(geometry.cell_bits, mine, strict=True) if on)
+    others = sum(1 << b for b, on in zip(geometry.cell_bits, theirs, strict=True) if on)
+    return Position(current, current | others, geometry)
+
+
 @pytest.fixture
 def gen() -> torch.Generator:
     return torch.Generator().manual_seed(SEED)
@@ -105,8 +117,7 @@ def test_self_play_search_has_noise_and_is_greedy() -> None:
 
 def test_policy_targets_are_distributions_over_legal_moves(played: tuple[Samples, dict]) -> None:
     samples, _ = played
-    boards = samples.boards(STANDARD)
-    legal = boards.legal()
+    legal = samples.legal
     assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
     assert bool((samples.policy[~legal] == 0).all())
     assert bool((samples.value.abs() <= 1).all())
@@ -120,8 +131,9 @@ def test_samples_cover_every_decision_after_the_opening(played: tuple[Samples, d
     assert stats["vs/self/win"] + stats["vs/self/draw"] + stats["vs/self/loss"] == pytest.approx(1.0)
     assert 0 <= stats["selfplay/proven_roots"] <= 1
     # stones: the side to move has ply // 2 stones on the board, the opponent the rest
-    counts = torch.tensor([bin(int(c)).count("1") for c in samples.current])
+    counts = samples.observation[:, 0].flatten(1).sum(1)
     assert bool((counts == samples.ply // 2).all())
+    assert bool((samples.player == samples.ply % 2).all())  # Connect Four alternates
 
 
 def test_random_openings_vary_per_game(gen: torch.Generator) -> None:
@@ -143,13 +155,13 @@ def test_proven_value_targets_agree_with_the_solver() -> None:
     cfg = overridden(
         TINY, {"games": 16, "opening_plies": 0, "opening_plies_max": 0, "search": {"simulations": 32}}
     )
-    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
+    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), C3)
     solver = Solver(SMALL)
     proven = torch.nonzero(samples.proven).squeeze(1).tolist()
     assert len(proven) > len(samples) // 2
     assert stats["selfplay/proven_roots"] == pytest.approx(len(proven) / len(samples))
     for i in proven:
-        score = solver.score(Position(int(samples.current[i]), int(samples.mask[i]), SMALL))
+        score = solver.score(position(samples, i))
         assert float(samples.value[i]) == (score > 0) - (score < 0)
 
 
@@ -188,16 +200,16 @@ def test_solver_rescores_late_targets_and_adjudicates_early_ones() -> None:
     adjudicated = 0
     for seed in range(12):
         plain, stats = self_play(
-            tiny_net(SMALL), replace(cfg, solve_from=0), torch.Generator().manual_seed(seed), SMALL
+            tiny_net(SMALL), replace(cfg, solve_from=0), torch.Generator().manual_seed(seed), C3
         )
-        samples, solved_stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), SMALL)
-        assert torch.equal(samples.mask, plain.mask)  # the solver only rewrites targets
+        samples, solved_stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), C3)
+        assert torch.equal(samples.observation, plain.observation)  # the solver only rewrites targets
         late = samples.ply >= cfg.solve_from
         assert bool(samples.proven[late].all())
         assert solved_stats["selfplay/solved"] == (1.0 if bool(late.any()) else 0.0)
         exact = {}
         for i in torch.nonzero(late).squeeze(1).tolist():
-            score = solver.score(Position(int(samples.current[i]), int(samples.mask[i]), SMALL), weak=True)
+            score = solver.score(position(samples, i), weak=True)
             assert float(samples.value[i]) == score
             exact[int(samples.ply[i])] = score
         if not exact:
@@ -224,11 +236,11 @@ def test_probing_search_proves_every_small_self_play_root() -> None:
         },
     )
     assert (cfg.search.probe_from, cfg.search.probe_nodes) == (1, 10**6)
-    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), SMALL)
+    samples, stats = self_play(tiny_net(SMALL), cfg, torch.Generator().manual_seed(SEED), C3)
     assert bool(samples.proven.all()) and stats["selfplay/proven_roots"] == 1.0
     solver = Solver(SMALL)
     for i in range(len(samples.ply)):
-        pos = Position(int(samples.current[i]), int(samples.mask[i]), SMALL)
+        pos = position(samples, i)
         assert float(samples.value[i]) == solver.score(pos, weak=True)
 
 
@@ -310,9 +322,9 @@ def test_replay_window_holds_latest_iterations(monkeypatch: pytest.MonkeyPatch) 
     new: list[int] = []
     real_fit, real_play = az.fit, az.self_play
 
-    def spy_fit(net, optimizer, window, steps, config, generator, geometry=STANDARD):
+    def spy_fit(net, optimizer, window, steps, config, generator, game=C3):
         sizes.append(len(window))
-        return real_fit(net, optimizer, window, steps, config, generator, geometry)
+        return real_fit(net, optimizer, window, steps, config, generator, game)
 
     def spy_play(*args, **kwargs):
         out = real_play(*args, **kwargs)
@@ -452,7 +464,7 @@ def test_searching_members_play_legal_whole_games(searched_league: tuple[Samples
     assert "vs/self/win" not in stats
     assert sum(stats[f"vs/peer/{r}"] for r in ("win", "draw", "loss")) == pytest.approx(1.0)
     assert STANDARD.connect * 2 - 1 <= stats["selfplay/plies"] <= STANDARD.cells
-    legal = samples.boards(STANDARD).legal()
+    legal = samples.legal
     assert bool((samples.policy[~legal] == 0).all())
 
 
@@ -479,16 +491,16 @@ def test_solver_adjudicates_league_games_from_the_learners_side() -> None:
     adjudicated = 0
     for seed in range(12):
         samples, _ = self_play(
-            tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), SMALL, opponents=opponents
+            tiny_net(SMALL), cfg, torch.Generator().manual_seed(seed), C3, opponents=opponents
         )
         plain, _ = self_play(
             tiny_net(SMALL),
             replace(cfg, solve_from=0),
             torch.Generator().manual_seed(seed),
-            SMALL,
+            C3,
             opponents=opponents,
         )
-        assert torch.equal(samples.mask, plain.mask)  # the solver only rewrites targets
+        assert torch.equal(samples.observation, plain.observation)  # the solver only rewrites targets
         assert bool(samples.proven[samples.ply >= cfg.solve_from].all())
         for parity in (0, 1):
             mine = torch.nonzero(samples.ply % 2 == parity).squeeze(1).tolist()
@@ -514,7 +526,7 @@ def _group_rank(rank: int, port: int, out: Any) -> None:
     with joined(port, rank, 2) as ranks:
         net, seen = tiny_net(), []
         member = [("peer", edge_stacker())]
-        train(net, GROUP, SEED, STANDARD, None, lambda i, m: seen.append(m), member, ranks)
+        train(net, GROUP, SEED, ConnectFour(), None, lambda i, m: seen.append(m), member, ranks)
         out.put((rank, ({k: v.numpy().copy() for k, v in net.state_dict().items()}, seen)))
 
 
@@ -555,3 +567,41 @@ def test_a_config_for_two_ranks_does_not_train_alone() -> None:
         train(tiny_net(), replace(TINY, ranks=2), SEED)
     with pytest.raises(ValueError, match="AlphaZero ranks"):
         replace(TINY, ranks=9)
+
+
+# ---- another game: Dots and Boxes, where completing a box moves again ----------------------------
+DOTS = load("dots_and_boxes", rows=2, cols=2)
+
+
+def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
+    """On Dots and Boxes a sample's player is whoever is to move, twice in a row after a box,
+    and with q_weight 0 an unproven value target is the game's outcome for that player: both
+    checked against the movers and results replayed from the observations."""
+    games = 4
+    cfg = overridden(
+        TINY,
+        {
+            "games": games,
+            "q_weight": 0.0,
+            "opening_plies": 0,
+            "opening_plies_max": 0,
+            "search": {"simulations": 4},
+        },
+    )
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
+    samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
+    assert len(samples) == games * DOTS.num_actions and stats["selfplay/plies"] == DOTS.num_actions
+    assert samples.observation.shape[1:] == DOTS.observation_shape
+    movers, results = dots_movers_and_results(samples.observation, games)
+    assert torch.equal(samples.player, torch.from_numpy(movers))
+    assert not torch.equal(samples.player, samples.ply % 2)  # a box was taken: not alternation
+    unproven = ~samples.proven
+    assert bool(unproven.any())
+    assert torch.equal(samples.value[unproven], torch.from_numpy(results).float()[unproven])
+    assert bool((samples.policy[~samples.legal] == 0).all())
+
+
+def test_the_solver_is_connect_fours_alone() -> None:
+    with pytest.raises(ValueError, match="has no exact solver"):
+        self_play(tiny_net(), replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), DOTS)

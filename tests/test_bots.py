@@ -15,9 +15,11 @@ import torch
 from scipy.stats import chisquare
 
 from c4core.batch import Boards
-from c4core.bots import BOTS, LookaheadBot, RandomBot, TacticalBot, sample_columns
+from c4core.bots import BOTS, GreedyBot, LookaheadBot, RandomBot, TacticalBot, sample_columns
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import load
 from c4core.match import play_match
+from c4core.players import make_player
 from c4core.solver import PerfectBot
 
 SMALL = Geometry(4, 4, 3)
@@ -172,7 +174,7 @@ def test_sample_columns_and_registry(torch_gen):
     weights = torch.tensor([[0, 0, 5, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
     cols = sample_columns(weights, torch_gen)
     assert cols[0] == 2 and cols[2] == 0 and 0 <= cols[1] < 4
-    assert set(BOTS) == {"random", "tactical", "lookahead"}
+    assert set(BOTS) == {"random", "tactical", "lookahead", "greedy"}
     assert all(name == bot.name for name, bot in BOTS.items())
     assert BOTS["random"]().kernel is not None and BOTS["tactical"]().kernel is not None
     assert BOTS["lookahead"]().kernel is None  # it plays through the tensor engine
@@ -236,3 +238,40 @@ def test_lookahead_beats_tactical():
     # the double threats it plays are what `tactical` loses to (measured: 0.71 over 2,000 games)
     r = play_match(LookaheadBot(), TacticalBot(), 600, seed=3)
     assert r.total.score > 0.6
+
+
+# ---- Dots and Boxes' greedy ------------------------------------------------------------------------
+@pytest.mark.parametrize("rows,cols", [(2, 2), (3, 3)])
+def test_greedy_takes_a_box_whenever_it_can_and_only_then_plays_at_random(rows: int, cols: int) -> None:
+    """Over random Dots and Boxes positions: where a line completes a box, greedy draws one that
+    completes the most (checked on the scalar state); elsewhere its lines spread over many."""
+    game = load("dots_and_boxes", rows=rows, cols=cols)
+    rng = np.random.default_rng(rows)
+    states = []
+    for _ in range(300):
+        state = game.new_state()
+        for _ in range(rng.integers(0, game.num_actions)):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        states.append(state)
+    actions = GreedyBot().act(game.batch_of(states), torch.Generator().manual_seed(1))
+    taken, free = 0, []
+    for state, a in zip(states, actions.tolist(), strict=True):
+        gains = {b: state.apply(b).margin() - state.margin() for b in state.legal_actions()}
+        gains = {b: g if state.current_player() == 0 else -g for b, g in gains.items()}
+        assert a in gains
+        if max(gains.values()) > 0:
+            assert gains[a] == max(gains.values())
+            taken += 1
+        else:
+            free.append(a)
+    assert taken > 30 and len(set(free)) > game.num_actions // 2
+
+
+def test_greedy_beats_random_and_each_bot_plays_its_own_game_only() -> None:
+    dots = load("dots_and_boxes", rows=3, cols=3)
+    assert play_match(GreedyBot(), RandomBot(), 200, seed=3, game=dots).total.score > 0.9
+    with pytest.raises(ValueError, match="greedy plays dots_and_boxes only, not Connect Four"):
+        make_player("greedy")
+    with pytest.raises(ValueError, match="tactical plays connect4 only, not Dots and Boxes"):
+        make_player("tactical", dots)
+    assert isinstance(make_player("random", dots), RandomBot)

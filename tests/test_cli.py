@@ -23,6 +23,7 @@ from c4core.bots import RandomBot, TacticalBot
 from c4core.cli import build_parser, cmd_play, main
 from c4core.config import NetConfig
 from c4core.game import Geometry
+from c4core.games import ConnectFour
 from c4core.match import WDL, MatchResult, play_match
 from c4core.net import Checkpoint, PolicyValueNet
 
@@ -341,14 +342,20 @@ def test_match_on_a_variants_board(capsys, tmp_path: Path) -> None:
     assert json.loads(out)["win"] > json.loads(out)["loss"]
     small = tmp_path / "small.pt"
     net = PolicyValueNet(NetConfig(blocks=1, channels=8, rows=4, cols=4))
-    Checkpoint.of(net, Geometry(4, 4, 3)).save(small)
+    Checkpoint.of(net, ConnectFour(Geometry(4, 4, 3))).save(small)
     rc, out, err = run(capsys, "match", str(small), "random", "--games", "2")
     assert_one_line_error(rc, out, err, "match", "plays Connect-3 on 4x4, not Connect Four")
     board = ("--rows", "4", "--cols", "4", "--connect", "3")
     rc, out, err = run(capsys, "match", str(small), "random", "--games", "2", *board)
     assert rc == 0, err
-    rc, out, err = run(capsys, "match", "random", "random", "--game", "dots-and-boxes-3x3")
-    assert_one_line_error(rc, out, err, "match", "Connect Four boards only, not Dots and Boxes on 3x3 boxes")
+    # another game's match: its bots play it, and Connect Four's refuse it
+    rc, out, err = run(capsys, "match", "greedy", "random", "--game", "dots-and-boxes-3x3", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["win"] > json.loads(out)["loss"]
+    rc, out, err = run(capsys, "match", "tactical", "random", "--game", "dots-and-boxes-3x3")
+    assert_one_line_error(rc, out, err, "match", "tactical plays connect4 only", "3x3 boxes")
+    rc, out, err = run(capsys, "play", "--game", "dots-and-boxes-3x3")
+    assert_one_line_error(rc, out, err, "play", "Connect Four boards only, not Dots and Boxes on 3x3 boxes")
 
 
 def test_play_full_column_asks_again() -> None:
@@ -543,7 +550,7 @@ def test_a_tabular_league_registers_tables_each_with_its_nash_conv(
 
 def test_a_tabular_learner_on_a_large_board_is_a_usage_error(capsys, tmp_path: Path) -> None:
     rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--learner", "sarsa")
-    assert_one_line_error(rc, out, err, "league", "at most 16 cells, not 6x7", "connect3-4x4")
+    assert_one_line_error(rc, out, err, "league", "at most 16 moves, not Connect Four", "connect3-4x4")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -551,7 +558,7 @@ def test_a_tabular_learner_on_a_large_board_is_a_usage_error(capsys, tmp_path: P
     "flags,words",
     [
         (["--game", "chess"], ["unknown game 'chess'", "connect3-4x4", "connect4"]),
-        (["--game", "dots-and-boxes-3x3"], ["trains on connect4 only", "'dots_and_boxes'"]),
+        (["--game", "dots-and-boxes-3x3", "--connect", "3"], ["dots_and_boxes has no parameter connect"]),
         (["--cols", "12"], ["2-9 columns", "cols=12"]),
         (["--rows", "4", "--cols", "4", "--connect", "5"], ["connect=5 cannot fit on a 4x4 board"]),
     ],

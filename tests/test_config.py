@@ -31,6 +31,7 @@ from c4core.config import (
     snapshot_name,
     with_training,
 )
+from c4core.games import load
 
 SMOKE = profile("smoke", name="t")
 MIXED = profile(
@@ -74,7 +75,7 @@ def test_league_config_accepts_good_names() -> None:
     for name in ("a", "exp-1", "run_2.b", "X9"):
         assert LeagueConfig(name=name).name == name
     small = LeagueConfig(rows=5, cols=6, net=NetConfig(rows=5, cols=6))
-    assert small.geometry.cells == 30
+    assert small.board.max_game_length == 30
 
 
 def test_config_dict_round_trip() -> None:
@@ -306,7 +307,7 @@ def test_a_tabular_main_learner_is_checked_and_its_settings_enter_the_hash_only_
     assert LeagueConfig.from_dict(json.loads(json.dumps(tab.to_dict()))) == tab
     for bad, message in (
         (dict(learner="td"), "unknown main learner 'td'"),
-        (dict(learner="q-learning"), "needs a board of at most 16 cells, not 6x7"),
+        (dict(learner="q-learning"), "needs a game of at most 16 moves, not Connect Four"),
     ):
         with pytest.raises(ValueError, match=message):
             league_config("smoke", "t", **bad)
@@ -387,7 +388,27 @@ def test_a_league_asked_for_a_variant_plays_it_with_a_net_built_for_its_board() 
     assert by_variant.variant == "connect3-4x4" and by_variant.board.title == "Connect-3 on 4x4"
     assert by_variant.training_hash() != league_config("smoke", "c3").training_hash()
     assert league_config("smoke", "x", rows=5).variant == "connect4-5x7"  # the rest stays the game's
-    assert LEAGUE_VARIANTS == ("connect4", "connect3-4x4")
+    assert LEAGUE_VARIANTS == ("connect4", "connect3-4x4", "dots-and-boxes-3x3", "dots-and-boxes-4x4")
+
+
+def test_a_dots_and_boxes_league_has_its_own_bots_net_and_no_solver() -> None:
+    """Another game's league: its bots, a net for its observations and lines, its board fields
+    alone (not `connect`), and none of the profile's solver settings, which need a solver."""
+    dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
+    assert dots.bots == ("random", "greedy") and SMOKE.bots == ("random", "tactical")
+    assert (dots.net.planes, dots.net.rows, dots.net.cols, dots.net.num_actions) == (5, 7, 7, 24)
+    assert dots.board == load("dots_and_boxes", rows=3, cols=3) and dots.variant == "dots-and-boxes-3x3"
+    assert (dots.alphazero.solve_from, dots.alphazero.search.probe_from) == (0, 0)
+    assert PROFILES["cpu"].alphazero.solve_from > 0  # the profile's own, kept for Connect Four
+    assert (
+        not dots.enumerable and league_config("smoke", "d", game="dots_and_boxes", rows=2, cols=2).enumerable
+    )
+    with pytest.raises(ValueError, match="has no exact solver"):
+        replace(dots, alphazero=replace(dots.alphazero, solve_from=10))
+    with pytest.raises(ValueError, match="shape must match"):
+        replace(dots, net=NetConfig())
+    with pytest.raises(ValueError, match="other games keep them"):
+        replace(dots, net=replace(dots.net, threat_planes=False))
 
 
 def test_naming_the_standard_game_keeps_the_key_of_a_league_from_before_the_field() -> None:
@@ -401,7 +422,7 @@ def test_naming_the_standard_game_keeps_the_key_of_a_league_from_before_the_fiel
     "settings,message",
     [
         ({"game": "go"}, "unknown game 'go'"),
-        ({"game": "dots-and-boxes-3x3"}, "trains on connect4 only"),
+        ({"game": "tic-tac-toe"}, "unknown game 'tic-tac-toe'"),
         ({"cols": 10}, "2-9 columns"),
         ({"game": "connect3-4x4", "connect": 5}, "cannot fit on a 4x4 board"),
     ],
@@ -409,3 +430,11 @@ def test_naming_the_standard_game_keeps_the_key_of_a_league_from_before_the_fiel
 def test_a_game_the_league_cannot_play_is_refused_by_name(settings: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         league_config("smoke", "x", **settings)
+
+
+def test_a_tabular_learner_replaces_the_profiles_alphazero_generations() -> None:
+    """`--learner q-learning` on the `cpu` profile, whose later generations are AlphaZero's: the
+    table trains them all."""
+    table = league_config("cpu", "t", game="connect3-4x4", learner="q-learning")
+    assert table.alphazero_from == 0 and table.learner(PROFILES["cpu"].alphazero_from) == "q-learning"
+    assert league_config("cpu", "t", learner="ppo").alphazero_from == PROFILES["cpu"].alphazero_from

@@ -37,6 +37,7 @@ from servers import free_port
 from c4core.config import PRECISIONS, PROFILES, league_config
 from c4core.entry import native_bfloat16
 from c4core.game import Geometry
+from c4core.games import ConnectFour
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -190,7 +191,12 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     assert dag.params.get_param("profile").schema["enum"] == list(PROFILES)
     assert dag.params.get_param("executor").schema["enum"] == ["in-process"]
     assert dag.params.get_param("precision").schema["enum"] == ["auto", *PRECISIONS]
-    assert dag.params.get_param("game").schema["enum"] == ["connect4", "connect3-4x4"]
+    assert dag.params.get_param("game").schema["enum"] == [
+        "connect4",
+        "connect3-4x4",
+        "dots-and-boxes-3x3",
+        "dots-and-boxes-4x4",
+    ]
     assert dag.params.get_param("game").value == "connect4"
     assert dag.params.get_param("learner").schema["enum"] == ["ppo", "q-learning", "sarsa"]
     assert dag.params.get_param("learner").value == "ppo"
@@ -207,7 +213,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     }
     bad = {
         "learner": "dqn",
-        "game": "dots-and-boxes-3x3",
+        "game": "dots-and-boxes-9x9",
         "precision": "half",
         "roles": ["main", "coach"],
         "generations": 21,
@@ -378,12 +384,12 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         with pytest.raises(ValueError, match="role"):
             steps.resolve({"profile": "smoke", "roles": bad})
     small = steps.resolve({"profile": "smoke", "game": "connect3-4x4"})
-    assert small["game"] == "connect3-4x4" and steps._config(small).geometry == Geometry(4, 4, 3)
+    assert small["game"] == "connect3-4x4" and steps._config(small).board == ConnectFour(Geometry(4, 4, 3))
     with pytest.raises(ValueError, match="unknown game 'go'"):
         steps.resolve({"profile": "smoke", "game": "go"})
     tab = steps.resolve({"profile": "smoke", "game": "connect3-4x4", "learner": "sarsa"})
     assert tab["learner"] == "sarsa" and steps._config(tab).main_learner == "sarsa"
-    with pytest.raises(ValueError, match="at most 16 cells, not 6x7"):
+    with pytest.raises(ValueError, match="at most 16 moves, not Connect Four"):
         steps.resolve({"profile": "smoke", "learner": "sarsa"})
 
 

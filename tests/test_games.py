@@ -193,8 +193,10 @@ def test_symmetries_map_games_to_equal_games(game: Game) -> None:
 def test_unknown_games_and_parameters_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown game 'chess'.*connect4"):
         load("chess")
-    with pytest.raises(ValueError, match="bad parameters for connect4"):
+    with pytest.raises(ValueError, match="connect4 has no parameter depth: it takes rows, cols, connect"):
         load("connect4", depth=3)
+    with pytest.raises(ValueError, match="dots_and_boxes has no parameter connect: it takes rows, cols"):
+        load("dots-and-boxes-3x3", connect=3)
     with pytest.raises(ValueError, match="at least one row"):
         load("dots_and_boxes", rows=0)
 

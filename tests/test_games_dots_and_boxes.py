@@ -76,3 +76,25 @@ def test_bad_moves_and_boards_are_refused_by_name() -> None:
         game.state_from_moves("h0,0 h0,0")
     with pytest.raises(ValueError, match="more than an int64 holds"):
         Boxes(6, 6)
+
+
+def test_captures_count_the_boxes_each_line_completes() -> None:
+    """The batch's `captures` against the scalar state's box counts after each legal line."""
+    game = load("dots_and_boxes", rows=3, cols=3)
+    rng = torch.Generator().manual_seed(4)
+    states = []
+    for _ in range(200):
+        state = game.new_state()
+        for _ in range(int(torch.randint(0, game.num_actions + 1, (1,), generator=rng))):
+            legal = state.legal_actions()
+            state = state.apply(legal[int(torch.randint(len(legal), (1,), generator=rng))])
+        states.append(state)
+    captures = game.batch_of(states).captures()
+    doubles = 0
+    for state, row in zip(states, captures.tolist(), strict=True):
+        legal = state.legal_actions()
+        for a in range(game.num_actions):
+            gained = abs(state.apply(a).margin() - state.margin()) if a in legal else 0
+            assert row[a] == gained, (str(state), a)
+            doubles += gained == 2
+    assert doubles > 0  # a line closing two boxes at once was among them

@@ -25,8 +25,8 @@ LAYERS: list[set[str]] = [
     {"config"},  # every config and profile, the league's game named through the games' registry
     {"bots"},  # the player interface, random, tactical and lookahead, openings
     {"tabular"},  # tables over a small game's every position, and Q-learning and SARSA to fit them
-    {"net", "solver", "ranks"},  # the network; the exact solver; a learner's data-parallel processes
-    {"search", "suite", "exploitability"},  # ... and exact best responses on small games
+    {"net", "solver", "dots_solver", "ranks"},  # the network; the exact solvers; data-parallel ranks
+    {"search", "suite", "dots_suite", "exploitability"},  # ... and exact best responses on small games
     {"match", "elo"},
     {"ppo", "alphazero", "players"},  # the network learners (self-play), player specs
     {"learners"},  # the learner interface, and every learner by name

@@ -21,7 +21,6 @@ import c4core.league as league
 import c4core.learners as learners
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import (
-    BOT_NAMES,
     AlphaZeroConfig,
     LeagueConfig,
     NetConfig,
@@ -88,7 +87,7 @@ def test_smoke_league_writes_snapshots(smoke: SmokeRun) -> None:
         assert (smoke.root / f"gen{g}.pt").is_file()
         ckpt = store.snapshot(g)
         assert ckpt is not None and ckpt.generation == g
-        assert ckpt.net_config == SMOKE.net and ckpt.geometry == SMOKE.geometry
+        assert ckpt.net_config == SMOKE.net and ckpt.game == SMOKE.board
         assert ckpt.optimizer is not None  # so the next generation can continue training
         assert LeagueConfig.from_dict(ckpt.train_config) == SMOKE
         metrics = json.loads((smoke.root / f"gen{g}.metrics.json").read_text())
@@ -298,7 +297,7 @@ def test_pick_opponents_takes_the_best_rated_snapshots(rated_store: MemoryStore)
 @pytest.mark.parametrize("top", [0, 1, 2, 3, 5])
 def test_pick_opponents_shape(rated_store: MemoryStore, top: int) -> None:
     picked = pick_opponents(rated_store, replace(SMOKE, top_snapshots=top), 6)
-    assert picked[:2] == list(BOT_NAMES) and picked[-1] == "self"
+    assert picked[:2] == list(SMOKE.bots) and picked[-1] == "self"
     snaps = picked[2:-1]
     assert len(snaps) == min(top, 5) and len(set(snaps)) == len(snaps)
     ratings = league.fit_ratings(rated_store.results()).ratings
@@ -333,7 +332,7 @@ def test_pfsp_opponents_are_drawn_from_the_records_and_favour_the_hard_ones(rate
     for seed in range(60):
         cfg = replace(SMOKE, opponent_sampling="pfsp", top_snapshots=1, seed=seed)
         picked = pick_opponents(rated_store, cfg, 6)
-        assert picked[:2] == list(BOT_NAMES) and picked[-1] == "self" and len(picked) == 4
+        assert picked[:2] == list(SMOKE.bots) and picked[-1] == "self" and len(picked) == 4
         assert pick_opponents(rated_store, cfg, 6) == picked  # seeded: the same draw again
         drawn[picked[2]] += 1
     assert drawn["gen2"] > drawn["gen1"] > 0 and drawn["gen3"] == 0
@@ -508,13 +507,13 @@ def test_a_league_with_a_main_exploiter_rates_every_snapshot_on_one_ladder(
     cfg = replace(SMOKE, generations=3, roles=("main", "main-exploiter"))
     store = LocalStore(root)
     snaps = ["gen1", "gen2", "gen2-me", "gen3", "gen3-me"]
-    assert league.members(store, cfg, 3) == list(BOT_NAMES) + snaps
-    assert set(final.fit.ratings) == set(BOT_NAMES) | set(snaps)
+    assert league.members(store, cfg, 3) == list(SMOKE.bots) + snaps
+    assert set(final.fit.ratings) == set(SMOKE.bots) | set(snaps)
     pairs = [frozenset((r.a, r.b)) for r in store.results()]
     assert len(pairs) == len(set(pairs))  # each pairing once
-    everyone = list(BOT_NAMES) + snaps
+    everyone = list(SMOKE.bots) + snaps
     assert set(pairs) == {frozenset((a, b)) for a in everyone for b in everyone if a != b} - {
-        frozenset(BOT_NAMES)
+        frozenset(SMOKE.bots)
     }
     assert role_of(final.champion) == "main"
     assert final.exploiters == {"main-exploiter": [league.champion_after(store.results(), 2)]}
@@ -544,7 +543,7 @@ def test_a_league_trains_each_learner_on_two_ranks_and_resumes(
     root, final, seen = ranked
     store = LocalStore(root)
     snaps = ["gen1", "gen2", "gen2-me"]
-    assert set(final.fit.ratings) == set(BOT_NAMES) | set(snaps)
+    assert set(final.fit.ratings) == set(SMOKE.bots) | set(snaps)
     assert role_of(final.champion) == "main"
     # only rank 0 records: each learner's iterations arrive once, whatever its ranks
     assert {m: seen.count(m) for m in set(seen)} == {m: RANKED.ppo.iterations for m in snaps}
@@ -618,7 +617,7 @@ def test_an_alphazero_generation_trains_on_two_ranks_and_resumes(
     # rank 0 alone records, once an iteration, with the losses of the fit only it makes
     gen2 = [m for member, m in seen if member == "gen2"]
     assert len(gen2) == AZ_RANKED.alphazero.iterations and all("losses/policy" in m for m in gen2)
-    assert set(final.fit.ratings) == set(BOT_NAMES) | {"gen1", "gen2"}
+    assert set(final.fit.ratings) == set(SMOKE.bots) | {"gen1", "gen2"}
     assert (
         AZ_RANKED.training_hash()
         != replace(AZ_RANKED, alphazero=replace(AZ_RANKED.alphazero, ranks=1)).training_hash()

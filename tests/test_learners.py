@@ -41,7 +41,7 @@ def test_a_tabular_main_agent_trains_plays_and_is_rated_like_any_member(method: 
     assert seen == [("gen1", 0), ("gen1", 1), ("gen2", 0), ("gen2", 1)]
     assert pick_opponents(store, config, 3) == ["self"]  # it learns by self-play
     first, second = store.snapshot(1), store.snapshot(2)
-    assert first.kind == second.kind == "table" and first.geometry == config.geometry
+    assert first.kind == second.kind == "table" and first.game == config.board
     # gen2 continued from gen1's table: what gen1 had visited, gen2 still has
     visited = (first.model["q"] != 0).any(1)
     assert bool(visited.any()) and bool(((second.model["q"] != 0).any(1) >= visited).all())

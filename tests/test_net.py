@@ -18,6 +18,7 @@ import torch
 from c4core.batch import Boards
 from c4core.config import NetConfig
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet, grown
 
 SEED = 1234
@@ -162,7 +163,9 @@ def test_checkpoint_round_trip_is_exact(tmp_path: Path) -> None:
     config = NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6)
     net = PolicyValueNet(config)
     opt = _adam_after_one_step(net, ODD)
-    ckpt = Checkpoint.of(net, ODD, generation=3, optimizer=opt, train_config={"lr": 0.001, "tag": "x"})
+    ckpt = Checkpoint.of(
+        net, ConnectFour(ODD), generation=3, optimizer=opt, train_config={"lr": 0.001, "tag": "x"}
+    )
     path = tmp_path / "sub" / "snap.pt"
     ckpt.save(path)
     assert path.is_file()
@@ -170,7 +173,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path: Path) -> None:
 
     back = Checkpoint.load(path)
     assert back.net_config == config
-    assert back.geometry == ODD
+    assert back.geometry == ODD and back.game == ConnectFour(ODD)
     assert back.generation == 3
     assert back.train_config == {"lr": 0.001, "tag": "x"}
     assert _same(back.model, net.state_dict())
@@ -344,7 +347,7 @@ def test_a_table_checkpoint_round_trips_and_plays_its_table(tmp_path: Path) -> N
 
     game = load("connect3-4x4")
     q = np.random.default_rng(0).normal(size=(23_930, 4)).astype(np.float32)
-    ckpt = Checkpoint.of_table(QTable(game, q), game.geometry, generation=2, role="main")
+    ckpt = Checkpoint.of_table(QTable(game, q), generation=2, role="main")
     ckpt.save(tmp_path / "t.pt")
     back = Checkpoint.load(tmp_path / "t.pt")
     assert (back.kind, back.net_config, back.generation, back.optimizer) == ("table", None, 2, None)

@@ -10,6 +10,7 @@ import torch
 from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour
 from c4core.match import play_match
 from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.players import make_player
@@ -38,7 +39,7 @@ def test_scripted_bots(spec: str, cls: type) -> None:
 
 
 def test_perfect_on_a_small_board() -> None:
-    player = make_player("perfect", SMALL)
+    player = make_player("perfect", ConnectFour(SMALL))
     assert isinstance(player, PerfectBot) and player.name == "perfect"
     col = player.act_position(Position(geometry=SMALL), torch.Generator().manual_seed(SEED))
     assert 0 <= col < SMALL.cols
@@ -46,7 +47,7 @@ def test_perfect_on_a_small_board() -> None:
 
 def test_perfect_refuses_the_standard_board() -> None:
     with pytest.raises(ValueError, match="16 cells"):
-        make_player("perfect", STANDARD)
+        make_player("perfect", ConnectFour(STANDARD))
 
 
 def test_checkpoint_spec(tiny_checkpoint: tuple[Path, PolicyValueNet]) -> None:
@@ -96,10 +97,10 @@ def test_checkpoint_for_another_board(tmp_path: Path) -> None:
     torch.manual_seed(SEED)
     net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6))
     path = tmp_path / "odd.pt"
-    Checkpoint.of(net, odd).save(path)
+    Checkpoint.of(net, ConnectFour(odd)).save(path)
     with pytest.raises(ValueError, match="plays"):
         make_player(str(path))  # the standard board by default
-    assert isinstance(make_player(str(path), odd), NetPlayer)
+    assert isinstance(make_player(str(path), ConnectFour(odd)), NetPlayer)
 
 
 def test_a_table_checkpoint_plays_as_its_table_and_refuses_search(tmp_path: Path) -> None:
@@ -107,8 +108,8 @@ def test_a_table_checkpoint_plays_as_its_table_and_refuses_search(tmp_path: Path
     from c4core.tabular import QTable, TablePlayer
 
     game = load("connect3-4x4")
-    Checkpoint.of_table(QTable(game), game.geometry, generation=3).save(tmp_path / "t3.pt")
-    player = make_player(str(tmp_path / "t3.pt"), game.geometry)
+    Checkpoint.of_table(QTable(game), generation=3).save(tmp_path / "t3.pt")
+    player = make_player(str(tmp_path / "t3.pt"), game)
     assert isinstance(player, TablePlayer) and player.name == "t3"
     with pytest.raises(ValueError, match="search needs a network player"):
-        make_player(f"{tmp_path / 't3.pt'}+mcts8", game.geometry)
+        make_player(f"{tmp_path / 't3.pt'}+mcts8", game)

@@ -32,7 +32,7 @@ from servers import Server, check_smoke_league_on_server, runs_of, tracking_serv
 import c4core.league as league
 import c4core.learners as learners
 import c4core.match
-from c4core.config import LeagueConfig, NetConfig, profile, snapshot_name
+from c4core.config import LeagueConfig, NetConfig, league_config, profile, snapshot_name
 from c4core.elo import fit_elo
 from c4core.entry import registry_fetch, registry_line
 from c4core.game import STANDARD
@@ -267,6 +267,44 @@ def test_a_league_on_another_board_registers_into_its_own_model(blank_db: Path, 
     # a tracking that names its own model keeps it; standard Connect Four keeps `connect4`
     assert model_name_for(replace(tracking, model_name="mine"), small) == "mine"
     assert model_name_for(tracking, SMOKE) == MODEL_NAME
+
+
+def test_a_dots_and_boxes_league_registers_served_snapshots_each_with_its_nash_conv(
+    blank_db: Path, tmp_path: Path
+) -> None:
+    """A league of another game end to end: Dots and Boxes on 2x2 boxes rates its snapshots
+    against `random` and `greedy`, registers them into ``dots-and-boxes-2x2`` with a card in
+    its own notation and an exact NashConv each (a 12-line game enumerates), and a registered
+    version answers a line for a move string and refuses a drawn one."""
+    import mlflow.pyfunc
+    import pandas as pd
+    from mlflow.exceptions import MlflowException
+
+    dots = league_config("smoke", "dots", game="dots_and_boxes", rows=2, cols=2)
+    tracking = fresh_tracking(blank_db, tmp_path)
+    store = MLflowStore(tracking, dots)
+    assert store.tracking.model_name == "dots-and-boxes-2x2"
+    final = run_league_tracked(store, dots, lambda report: None)
+    assert set(final.report.fit.ratings) == {"random", "greedy", "gen1", "gen2"}
+    client = tracking.client()
+    versions = client.search_model_versions("name = 'dots-and-boxes-2x2'")
+    assert len(versions) == 2
+    for v in versions:
+        assert 0.0 <= float(v.tags["nash_conv"]) <= 2.0
+        assert "h<row>,<col>" in v.description and "board 2x2 boxes" in v.description
+        # scored on the solver-labelled suite made from the league's seed
+        assert 0.0 <= float(v.tags["suite_keeps_value"]) <= float(v.tags["suite_keeps_outcome"]) <= 1.0
+        metrics = client.get_run(v.run_id).data.metrics
+        assert int(v.tags["suite_counted"]) == metrics["suite/counted"] > 500
+        assert metrics["suite/keeps_value"] == pytest.approx(float(v.tags["suite_keeps_value"]), abs=5e-5)
+    source = client.get_model_version_download_uri("dots-and-boxes-2x2", final.champion_version.version)
+    model = mlflow.pyfunc.load_model(source)
+    (answer,) = model.predict(pd.DataFrame({"moves": ["h0,0 v0,0"]}))
+    state = dots.board.state_from_moves("h0,0 v0,0")
+    assert answer["action"] in state.legal_actions()
+    assert answer["move"] == dots.board.format_action(answer["action"])
+    with pytest.raises(MlflowException, match="h0,0 is already drawn"):
+        model.predict(pd.DataFrame({"moves": ["h0,0 h0,0"]}))
 
 
 def test_the_ui_opens_the_experiment_for_model_training_and_shows_each_league_duration(

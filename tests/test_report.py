@@ -222,7 +222,7 @@ def test_read_local_reads_the_exploiters_metrics(tmp_path: Path) -> None:
     net = PolicyValueNet(config.net)
 
     def save(generation: int, role: str, metrics: list[dict[str, float]]) -> None:
-        ckpt = Checkpoint.of(net, config.geometry, generation, train_config=config.to_dict(), role=role)
+        ckpt = Checkpoint.of(net, config.board, generation, train_config=config.to_dict(), role=role)
         store.save_snapshot(ckpt, metrics)
 
     save(1, "main", [{"losses/value": 1.0}])

@@ -1,6 +1,6 @@
 """Serving the champion (`c4core.serving`): the pyfunc's contract, then `mlflow models serve` over HTTP.
 
-The in-process tests call `ConnectFourModel.predict` on a tiny untrained net. The HTTP tests run a
+The in-process tests call `SnapshotModel.predict` on a tiny untrained net. The HTTP tests run a
 one-generation smoke league into a fresh SQLite store, start ``mlflow/serve-champion.sh`` twice
 (``models:/connect4/Production`` and ``models:/connect4@champion``, ``--env-manager local``) on
 free ports, and check every answer: legal columns, probabilities that are 0 exactly on full
@@ -30,9 +30,10 @@ from servers import free_port, wait_for_http
 
 from c4core.config import NetConfig, league_config, profile
 from c4core.game import Geometry, Position
+from c4core.games import load
 from c4core.net import Checkpoint, PolicyValueNet
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
-from c4core.serving import ConnectFourModel, save_pyfunc
+from c4core.serving import SnapshotModel, save_pyfunc
 
 REPO = Path(__file__).resolve().parents[1]
 EMPTY = [[0] * 7 for _ in range(6)]
@@ -133,24 +134,24 @@ def test_saving_the_model_warns_of_nothing(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> ConnectFourModel:
+def model(tmp_path_factory: pytest.TempPathFactory) -> SnapshotModel:
     torch.manual_seed(0)
     net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=16))
     path = tmp_path_factory.mktemp("weights") / "weights.pt"
     Checkpoint.of(net).save(path)
-    m = ConnectFourModel()
+    m = SnapshotModel()
     m.load_context(SimpleNamespace(artifacts={"weights": str(path)}))
     return m
 
 
-def test_predict_answers_moves_and_boards_alike(model: ConnectFourModel) -> None:
+def test_predict_answers_moves_and_boards_alike(model: SnapshotModel) -> None:
     by_moves = model.predict(None, [{"moves": "4453"}])
     by_board = model.predict(None, [{"board": board_of("4453")}])
     assert by_moves == by_board
 
 
 def test_answers_are_legal_and_probabilities_skip_full_columns(
-    model: ConnectFourModel, rng, random_move_string
+    model: SnapshotModel, rng, random_move_string
 ) -> None:
     records = [{"moves": random_move_string(rng, unfinished=True)} for _ in range(200)]
     records.append({"moves": FOUR_FULL})  # four full columns
@@ -169,16 +170,14 @@ def test_answers_are_legal_and_probabilities_skip_full_columns(
     [b for b in BAD_INPUTS if isinstance(b[1], dict)],
     ids=lambda v: v if isinstance(v, str) else "",
 )
-def test_bad_records_raise_invalid_parameter_value(
-    model: ConnectFourModel, name: str, body, hint: str
-) -> None:
+def test_bad_records_raise_invalid_parameter_value(model: SnapshotModel, name: str, body, hint: str) -> None:
     with pytest.raises(MlflowException) as err:
         model.predict(None, body["dataframe_records"], body.get("params"))
     assert err.value.error_code == "INVALID_PARAMETER_VALUE"
     assert hint in err.value.message
 
 
-def test_simulations_search(model: ConnectFourModel) -> None:
+def test_simulations_search(model: SnapshotModel) -> None:
     (out,) = model.predict(None, [{"moves": "4453"}], {"simulations": 8})
     assert out["column"] in Position.from_moves("4453").legal_moves()
     assert sum(out["probs"]) == pytest.approx(1.0)
@@ -187,11 +186,60 @@ def test_simulations_search(model: ConnectFourModel) -> None:
     assert out["column"] == 3 and out["value"] == 1.0
 
 
-def test_probe_from_settles_late_positions_exactly(model: ConnectFourModel) -> None:
+def test_probe_from_settles_late_positions_exactly(model: SnapshotModel) -> None:
     only_defence = "6562471451742442257"  # 19 stones: only column 6 keeps O's win
     (out,) = model.predict(None, [{"moves": only_defence}], {"simulations": 64, "probe_from": 20})
     assert out["column"] == 5 and out["value"] == 1.0
     assert model.solver._solver is not None  # kept warm for the next request
+
+
+DOTS = load("dots_and_boxes", rows=2, cols=2)
+
+
+@pytest.fixture(scope="module")
+def dots_model(tmp_path_factory: pytest.TempPathFactory) -> SnapshotModel:
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=16).fitted(DOTS))
+    path = tmp_path_factory.mktemp("dots") / "weights.pt"
+    Checkpoint.of(net, DOTS).save(path)
+    m = SnapshotModel()
+    m.load_context(SimpleNamespace(artifacts={"weights": str(path)}))
+    return m
+
+
+def test_a_dots_and_boxes_snapshot_answers_a_line_in_its_notation(dots_model: SnapshotModel) -> None:
+    """Another game's snapshot takes its move strings and answers a legal line, by number and in
+    notation, with or without search; Connect Four's `column` is not among its fields."""
+    moves = ["", "h0,0 v0,0 h1,0", "h0,0 h0,1 h1,0 h1,1 h2,0 h2,1 v0,0 v0,1 v0,2 v1,0"]
+    for sims in (0, 8):
+        answers = dots_model.predict(None, [{"moves": m} for m in moves], {"simulations": sims})
+        for rec, out in zip(moves, answers, strict=True):
+            legal = DOTS.state_from_moves(rec).legal_actions()
+            assert set(out) == {"action", "move", "probs", "value"}
+            assert out["action"] in legal and DOTS.parse_action(out["move"]) == out["action"]
+            assert all(p == 0 for a, p in enumerate(out["probs"]) if a not in legal)
+            assert sum(out["probs"]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "records,params,hint",
+    [
+        ([{"moves": "h0,0 h0,0"}], None, "h0,0 is already drawn"),
+        ([{"moves": "h5,0"}], None, "is off the 2x2 board"),
+        ([{"moves": "4453"}], None, "expected a line such as h0,1"),
+        ([{"moves": 7}], None, "'moves' must be a string of moves"),
+        ([{"board": [[0]]}], None, "'board' is Connect Four's"),
+        ([{"moves": " ".join(DOTS.format_action(a) for a in range(12))}], None, "the game is already over"),
+        ([{"moves": ""}], {"simulations": 8, "probe_from": 3}, "Dots and Boxes on 2x2 boxes has none"),
+    ],
+)
+def test_a_dots_and_boxes_snapshot_refuses_bad_input_by_name(
+    dots_model: SnapshotModel, records: list, params: dict | None, hint: str
+) -> None:
+    with pytest.raises(MlflowException) as err:
+        dots_model.predict(None, records, params)
+    assert err.value.error_code == "INVALID_PARAMETER_VALUE"
+    assert hint in err.value.message
 
 
 # ---- over HTTP -----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import torch
 from c4core.batch import Boards
 from c4core.bots import RandomBot, TacticalBot
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import ConnectFour
 from c4core.match import play_match
 from c4core.solver import PerfectBot, Solver
 
@@ -113,10 +114,10 @@ def test_solver_rejects(solver):
 
 @pytest.mark.parametrize("opponent", [RandomBot, TacticalBot])
 def test_perfect_bot_wins_every_game_as_first_player(opponent):
-    res = play_match(PerfectBot(SMALL), opponent(), 40, seed=5, opening_plies=0, geometry=SMALL)
+    res = play_match(PerfectBot(SMALL), opponent(), 40, seed=5, opening_plies=0, game=ConnectFour(SMALL))
     assert res.a_first.win == res.a_first.games == 20
     # moving second it is lost against perfect play, but its opponent must still find the win
-    swapped = play_match(opponent(), PerfectBot(SMALL), 40, seed=5, opening_plies=0, geometry=SMALL)
+    swapped = play_match(opponent(), PerfectBot(SMALL), 40, seed=5, opening_plies=0, game=ConnectFour(SMALL))
     assert swapped.b_first.loss == 20
 
 

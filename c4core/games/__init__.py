@@ -59,10 +59,10 @@ def load(name: str, **params: int) -> Game:
     if name not in GAMES:
         known = sorted(set(GAMES) | set(VARIANTS))
         raise ValueError(f"unknown game {name!r}: choose one of {', '.join(known)}")
-    try:
-        return GAMES[name](**params)
-    except TypeError as e:  # an unknown keyword
-        raise ValueError(f"bad parameters for {name}: {e}") from None
+    takes = GAMES[name]().params
+    if unknown := sorted(set(params) - set(takes)):
+        raise ValueError(f"{name} has no parameter {', '.join(unknown)}: it takes {', '.join(takes)}")
+    return GAMES[name](**params)
 
 
 def game_of(states: Any) -> Game:

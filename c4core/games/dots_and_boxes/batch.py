@@ -31,6 +31,7 @@ class DotsBoards:
         height, width = boxes.grid
         self._line_at = torch.tensor([y * width + x for y, x in boxes.line_cells], **t)
         self._box_at = torch.tensor([y * width + x for y, x in boxes.box_cells], **t)
+        self._sides_of = ((self._masks.unsqueeze(1) & self._line_bits) != 0).long()  # [boxes, lines]
 
     def __len__(self) -> int:
         return self.lines.shape[0]
@@ -66,6 +67,16 @@ class DotsBoards:
         """[n] int64: the boxes closed by `lines`, as bitmasks."""
         closed = (lines.unsqueeze(1) & self._masks) == self._masks
         return (closed * self._box_bits).sum(1)
+
+    def sides(self) -> torch.Tensor:
+        """[n, boxes] int64: each box's drawn sides, 0 to 4."""
+        return ((self.lines.unsqueeze(1) & self._line_bits) != 0).long() @ self._sides_of.T
+
+    def captures(self) -> torch.Tensor:
+        """[n, lines] int64: the boxes each legal line would complete now (0, 1 or 2; 0 on drawn
+        lines and in finished games)."""
+        three = (self.sides() == 3).long()
+        return (three @ self._sides_of) * self.legal()
 
     def legal(self) -> torch.Tensor:
         return ((self.lines.unsqueeze(1) & self._line_bits) == 0) & ~self.done.unsqueeze(1)
@@ -117,11 +128,6 @@ class DotsBoards:
         mine, theirs = self.owned[rows, self.player], self.owned[rows, 1 - self.player]
         out[:, 1, self._box_at] = ((mine.unsqueeze(1) & self._box_bits) != 0).float()
         out[:, 2, self._box_at] = ((theirs.unsqueeze(1) & self._box_bits) != 0).float()
-        sides = (
-            (self.lines.unsqueeze(1).unsqueeze(2) & self._masks.unsqueeze(1))
-            >> torch.arange(self.boxes.lines, device=self.device)
-            & 1
-        ).sum(2)
-        out[:, 3, self._box_at] = (sides == 3).float()
+        out[:, 3, self._box_at] = (self.sides() == 3).float()
         out[:, 4] = 1
         return out.view(n, NUM_PLANES, height, width)

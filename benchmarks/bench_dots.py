@@ -1,0 +1,80 @@
+"""Dots and Boxes' costs: the engine, the bots' matches, and the exact solver's table.
+
+    python benchmarks/bench_dots.py [--repeats 3]
+
+Prints one JSON object of medians over `--repeats` runs, on one torch thread:
+
+- ``random_games_per_s/<R>x<C>``: 4,096 random games stepped together through the batched engine;
+- ``match_games_per_s/<bot>-vs-random/<R>x<C>``: a 400-game match of a bot against `random`;
+- ``solver_build_s/<R>x<C>``: building the retrograde table in memory (numba compiled beforehand);
+- ``solver_load_s/3x3``: reading the 3x3 table back from its file on disk;
+- ``solver_table_bytes/3x3``: that table's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+import c4core.dots_solver as dots_solver
+from c4core.bots import GreedyBot, RandomBot
+from c4core.dots_solver import DotsPerfectBot, DotsSolver
+from c4core.games import load
+from c4core.games.dots_and_boxes.rules import Boxes
+from c4core.match import play_match
+
+
+def timed(fn, *args, **kwargs) -> float:
+    start = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - start
+
+
+def random_games(rows: int, cols: int) -> None:
+    game = load("dots_and_boxes", rows=rows, cols=cols)
+    boards, gen, bot = game.new_batch(4096), torch.Generator().manual_seed(0), RandomBot()
+    while not bool(boards.done.all()):
+        boards.play(bot.act(boards, gen))
+
+
+def build(rows: int, cols: int, cache: Path | None = None) -> None:
+    dots_solver._table.cache_clear()
+    DotsSolver(Boxes(rows, cols), cache)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    build(1, 1)  # compile the retrograde solve once
+    samples: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        samples.setdefault(name, []).append(value)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        build(3, 3, Path(tmp))  # the file the load timings read
+        for _ in range(args.repeats):
+            for rows, cols in ((3, 3), (4, 4)):
+                add(f"random_games_per_s/{rows}x{cols}", 4096 / timed(random_games, rows, cols))
+                game = load("dots_and_boxes", rows=rows, cols=cols)
+                bots = [GreedyBot()] + ([DotsPerfectBot(Boxes(rows, cols))] if rows * cols <= 9 else [])
+                for bot in bots:
+                    seconds = timed(play_match, bot, RandomBot(), 400, seed=1, game=game)
+                    add(f"match_games_per_s/{bot.name}-vs-random/{rows}x{cols}", 400 / seconds)
+            for rows, cols in ((2, 3), (3, 3)):
+                add(f"solver_build_s/{rows}x{cols}", timed(build, rows, cols))
+            add("solver_load_s/3x3", timed(build, 3, 3, Path(tmp)))
+        samples["solver_table_bytes/3x3"] = [float(DotsSolver(Boxes(3, 3)).table.nbytes)]
+    print(json.dumps({k: round(statistics.median(v), 3) for k, v in samples.items()}))
+
+
+if __name__ == "__main__":
+    main()
