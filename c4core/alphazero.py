@@ -143,7 +143,7 @@ def self_play(
         plies += (~boards.done).cpu().long()
         boards.play(cols)
 
-    game_of, observation, legal, player, ply, policy, q, exact = (
+    in_game, observation, legal, player, ply, policy, q, exact = (
         torch.cat(x) for x in zip(*rows, strict=True)
     )
     proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
@@ -158,14 +158,14 @@ def self_play(
         # mover tells the adjudication which player the exact result is for
         solved = _rescore(solver, ply, config.solve_from, positions)
         exact = torch.where(torch.isnan(solved), exact, solved)
-        result = _adjudicate(result, game_of, ply, player, solved)
+        result = _adjudicate(result, in_game, ply, player, solved)
         solve_stats = {
             "selfplay/solved": float(
                 (~torch.isnan(solved)).sum() / max(int((ply >= config.solve_from).sum()), 1)
             ),
             "charts/solve_seconds": time.perf_counter() - start,
         }
-    result = result[game_of]
+    result = result[in_game]
     z = torch.where(player == 0, result, -result)  # the outcome for the player to move
     value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
     samples = Samples(observation, legal, player, ply, policy, value, ~torch.isnan(exact))

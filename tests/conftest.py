@@ -12,6 +12,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
+from c4core.bots import Player
 from c4core.game import STANDARD, Geometry, Position
 
 SEED = 20240601
@@ -135,3 +136,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+class CountingPlayer(Player):
+    """Wraps a player and counts the moves it was asked for (its unfinished games each call)."""
+
+    def __init__(self, inner: Player):
+        self.inner, self.name, self.moves = inner, inner.name, 0
+
+    def act(self, boards, generator=None):
+        self.moves += int((~boards.done).sum())
+        return self.inner.act(boards, generator)
+
+
+@pytest.fixture(scope="session")
+def counting_player() -> type[CountingPlayer]:
+    """`CountingPlayer`, for tests that check who was asked to move how often."""
+    return CountingPlayer

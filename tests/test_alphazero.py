@@ -59,17 +59,6 @@ def edge_stacker(geometry: Geometry = STANDARD) -> PolicyValueNet:
     return net.eval()
 
 
-class CountingPlayer(Player):
-    """Wraps a member's player and counts the moves it was asked for."""
-
-    def __init__(self, inner: Player):
-        self.inner, self.name, self.moves = inner, inner.name, 0
-
-    def act(self, boards, generator=None):
-        self.moves += int((~boards.done).sum())
-        return self.inner.act(boards, generator)
-
-
 def position(samples: Samples, i: int, geometry: Geometry = SMALL) -> Position:
     """Sample `i`'s position, read back from its observation's stone planes (mover's, then the
     opponent's; cell k of a plane is bit `cell_bits[k]`)."""
@@ -342,16 +331,16 @@ LEAGUE = replace(TINY, games=16, league_share=0.5)
 
 
 @pytest.fixture(scope="module")
-def league_played() -> tuple[Samples, dict[str, float], int]:
+def league_played(counting_player: type[Player]) -> tuple[Samples, dict[str, float], int]:
     """Half of 16 games against two raw-policy members (the edge stacker and a stranger net);
     also the moves the members were asked for."""
     import c4core.alphazero as az
 
     torch.set_num_threads(1)
-    counters: list[CountingPlayer] = []
+    counters: list[Any] = []
 
     def counted(net, config):
-        counters.append(CountingPlayer(real(net, config)))
+        counters.append(counting_player(real(net, config)))
         return counters[-1]
 
     real = az.member_player

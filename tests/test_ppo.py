@@ -22,7 +22,7 @@ from exact import dots_movers_and_results
 from groups import in_group
 
 from c4core.batch import Boards
-from c4core.bots import GreedyBot, Player, RandomBot, TacticalBot
+from c4core.bots import GreedyBot, RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
 from c4core.games import ConnectFour, load
 from c4core.match import WDL, play_match
@@ -412,22 +412,11 @@ def dots_net() -> PolicyValueNet:
     return PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
 
 
-class CountingBot(Player):
-    """Counts the moves it makes (its unfinished games at each call)."""
-
-    def __init__(self, inner: Player):
-        self.inner, self.name, self.moves = inner, inner.name, 0
-
-    def act(self, boards, generator=None):
-        self.moves += int((~boards.done).sum())
-        return self.inner.act(boards, generator)
-
-
-def test_collect_seats_the_learner_by_who_is_to_move(gen: torch.Generator) -> None:
+def test_collect_seats_the_learner_by_who_is_to_move(gen: torch.Generator, counting_player) -> None:
     """Against `greedy` on Dots and Boxes the learner moves whenever its seat is to move, twice
     in a row after a box: together they draw every line of every game, and an untrained net,
     which gives boxes away, loses more than it wins."""
-    greedy = CountingBot(GreedyBot())
+    greedy = counting_player(GreedyBot())
     rollout, stats = collect(dots_net(), [greedy], 32, gen, DOTS, opening_plies=0)
     assert len(rollout) + greedy.moves == 32 * DOTS.num_actions
     assert rollout.planes.shape[1:] == DOTS.observation_shape
