@@ -28,6 +28,7 @@ from c4core.entry import (
     registry_line,
     tracking_uri,
 )
+from c4core.lease import DEFAULT_TTL, process_owner
 
 if TYPE_CHECKING:
     from c4core.game import Geometry
@@ -169,6 +170,23 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--dir", help="folder that holds local leagues (default: runs)")
     lg.add_argument("--tracking-uri", help=TRACKING_HELP)
     lg.add_argument(
+        "--lease-ttl",
+        type=_positive,
+        default=int(DEFAULT_TTL),
+        metavar="SECONDS",
+        help="a league runs in one process at a time: this one holds its lease in MLflow, and another "
+        "may take it over once this one has gone this long without a heartbeat, having died "
+        "(default: %(default)s)",
+    )
+    lg.add_argument(
+        "--lease-wait",
+        type=_non_negative,
+        default=0,
+        metavar="SECONDS",
+        help="when another process runs this league, wait this long for it to finish or expire "
+        "(default: %(default)s, fail at once naming it)",
+    )
+    lg.add_argument(
         "--tag",
         action="append",
         default=[],
@@ -271,6 +289,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError) as e:
         print(f"c4 {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        if not type(e).__module__.startswith(("mlflow", "sqlalchemy")):
+            raise
+        # the tracking store failed (unreachable, locked, refused): one line, not a traceback
+        message = str(getattr(e, "message", e)).strip().splitlines() or [type(e).__name__]
+        print(f"c4 {args.command}: error: the tracking store failed: {message[0][:300]}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -425,7 +450,9 @@ def cmd_league(args: argparse.Namespace) -> int:
         from c4core.registry import MLflowStore, Tracking, run_league_tracked
 
         tracking = Tracking.for_uri(tracking_uri(args.tracking_uri))
-        store: Any = MLflowStore(tracking, config, tags)
+        store: Any = MLflowStore(
+            tracking, config, tags, process_owner("c4 league"), args.lease_ttl, args.lease_wait
+        )
         where = f"MLflow {tracking.tracking_uri}, experiment {tracking.experiment}"
     else:
         store = LocalStore(Path(args.dir or "runs") / config.name)
@@ -463,7 +490,10 @@ def cmd_league(args: argparse.Namespace) -> int:
             )
 
         if args.store == "mlflow":
-            tracked = run_league_tracked(store, config, on_generation, on_iteration, suite)
+            try:
+                tracked = run_league_tracked(store, config, on_generation, on_iteration, suite)
+            finally:  # a killed process keeps it until it expires
+                store.release()
             report, version = tracked.report, tracked.champion_version
         else:
             report, version = run_league(store, config, on_generation, on_iteration), None

@@ -54,12 +54,14 @@ logging set-up (Airflow workers) should set before importing this module.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import tempfile
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,6 +84,7 @@ from c4core.config import (
 from c4core.elo import EloFit
 from c4core.games import ConnectFour
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
+from c4core.lease import DEFAULT_TTL, FencedClient, Lease, process_owner
 from c4core.match import MatchResult, head_to_head
 from c4core.net import Checkpoint
 from c4core.report import LeagueData, ReportFiles, build_report, is_plotted
@@ -138,7 +141,39 @@ class Tracking:
         return cls(uri)
 
     def client(self) -> MlflowClient:
-        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+        """A client; the first in a process on an embedded store creates or migrates the store,
+        under a file lock beside it, so that leagues started together on a fresh store wait for
+        one migration instead of racing it."""
+        fresh = {
+            u for u in (self.tracking_uri, self.registry_uri) if u and u.startswith("sqlite:///")
+        } - _READY
+        if not fresh:
+            return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+        with ExitStack() as locks:
+            for uri in sorted(fresh):
+                locks.enter_context(_file_lock(Path(uri[len("sqlite:///") :] + ".lock")))
+            # the client opens the tracking store as it is made, and the registry's on first use
+            client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+            client.search_registered_models(max_results=1)
+        _READY.update(fresh)
+        return client
+
+
+_READY: set[str] = set()
+"""The embedded stores this process has opened (and so created or migrated) already."""
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive `flock` on `path` (made if missing), held for the block; the kernel lets go
+    should the process die."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def config_params(config: LeagueConfig) -> dict[str, str]:
@@ -213,21 +248,48 @@ def model_name_for(tracking: Tracking, config: LeagueConfig) -> str:
     return config.variant
 
 
+def league_lease(tracking: Tracking, config: LeagueConfig) -> str:
+    """The lease key of a league: its registered model (the game and board) and its name."""
+    return f"league {model_name_for(tracking, config)}/{config.name}"
+
+
 class MLflowStore:
     """A league's snapshots and match records kept in MLflow (a `c4core.league.LeagueStore`).
 
     `tags` (for example ``airflow.dag_id``, ``airflow.run_id``, ``airflow.task_id``) are added to
-    every run this store creates. A store pickles as its recipe (tracking, config, tags), so a
-    learner process opens its own connection to the same league.
+    every run this store creates. A store pickles as its recipe (tracking, config, tags, owner),
+    so a learner process opens its own connection to the same league.
+
+    `owner` names who writes: the store then holds the league's lease (`league_lease`) before
+    it writes anything, and every write checks it (`c4core.lease.FencedClient`). A second owner
+    of the same league waits up to `wait` seconds, then gets `LeaseHeld`, naming the holder; the
+    lease frees when its holder releases it (`release`) or goes `ttl` seconds without a
+    heartbeat. A store of the same owner adopts the lease: the learner processes of a league, or
+    the tasks of one DAG run. Without an owner the store takes no lease: for readers, and for
+    tests that drive the steps one by one.
     """
 
-    def __init__(self, tracking: Tracking, config: LeagueConfig, tags: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        tracking: Tracking,
+        config: LeagueConfig,
+        tags: Mapping[str, str] | None = None,
+        owner: str | None = None,
+        ttl: float = DEFAULT_TTL,
+        wait: float = 0.0,
+    ):
         self.tracking = replace(tracking, model_name=model_name_for(tracking, config))
         self.config = config
         self.config_hash = config.training_hash()
         self.extra_tags = dict(tags or {})
-        self.client = tracking.client()
+        self.owner, self.ttl = owner, ttl
+        self.client: Any = tracking.client()
         self.experiment_id = self._experiment()
+        self.lease: Lease | None = None
+        if owner is not None:
+            lease = Lease(self.client, league_lease(self.tracking, config), owner, ttl)
+            self.lease = lease.acquire(wait)
+            self.client = FencedClient(self.client, self.lease)
         self.league_run_id = self._league_run()
         self._snapshots: dict[tuple[int, str], Checkpoint] = {}
         self._generation_runs: dict[tuple[int, str], Run] = {}
@@ -235,7 +297,18 @@ class MLflowStore:
         self._live: dict[tuple[int, str], tuple[str, int]] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.tracking, self.config, self.extra_tags))
+        return (type(self), (self.tracking, self.config, self.extra_tags, self.owner, self.ttl))
+
+    def release(self) -> None:
+        """Let go of the league's lease (a no-op without one): the league's work is done."""
+        if self.lease is not None:
+            self.lease.release()
+
+    def close(self) -> None:
+        """Stop heartbeating, and leave the lease to the owner's other processes (an Airflow
+        task that is not the league's last)."""
+        if self.lease is not None:
+            self.lease.stop_heartbeat()
 
     # -- set-up --
     def _experiment(self) -> str:
@@ -719,13 +792,28 @@ def gating_match(store: MLflowStore, challenger: ModelVersion, holder: ModelVers
     return result
 
 
+TITLE_TTL = 60.0
+"""Seconds the holder of a title's lease may go without a heartbeat before another league may
+take the lease over (its process died mid-promotion)."""
+TITLE_WAIT = 900.0
+"""Seconds a promotion waits for the title's lease while other leagues play their gating
+matches, before it fails with `LeaseHeld`."""
+
+
+def title_lease(model_name: str) -> str:
+    """The lease key of a registered model's title (alias ``champion`` and stage Production)."""
+    return f"title {model_name}"
+
+
 def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: int) -> ModelVersion:
     """Make `member` this league's champion (alias `league_alias`), and the registry-wide
     champion (alias ``champion``, stage Production) when there is none, when the holder is of
     this league, or when `member` wins the gating match against the holder (`gating_match`,
     a score of at least `gating_score`). Every title change and every gating match gets a row
     in the league's champion history; the gating result goes into both versions' tags.
-    Returns `member`'s version. A no-op when nothing changed."""
+    The holder is read, challenged and replaced under the model's title lease (`title_lease`),
+    so the title moves only from the holder that `member` beat. Returns `member`'s version. A
+    no-op when nothing changed."""
     generation_held = generation_of(member)
     if generation_held is None or role_of(member) != MAIN:
         raise ValueError(f"only main-agent snapshots can be champion, not {member!r}")
@@ -741,19 +829,24 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
         )
     if held is None or not same_version(held, version):
         client.set_registered_model_alias(name, league_alias(store.config.name), version.version)
-    holder = current_champion(client, name)
-    gating = None
-    if holder is None or same_version(holder, version) or _same_league(holder, store):
-        takes = True
-    else:
-        gating = gating_match(store, version, holder)
-        takes = gating is not None and gating.total.score >= store.config.gating_score
-        _tag_gating(client, version, holder, gating, takes)
-    if holder is None or not same_version(holder, version):
-        # the audit row first: a rerun after a crash finds it and only finishes the move
-        _log_history(store, generation, member, version, fit, holder, takes, gating)
-    if takes:
-        _take_title(client, name, version, holder)
+    # the holder is read, challenged and replaced under the title's lease, so that no other
+    # league moves the title in between: a challenger takes it only from the holder it beat
+    owner = process_owner(f"league {store.config.name} gen{generation}")
+    with Lease(client, title_lease(name), owner, TITLE_TTL).acquire(wait=TITLE_WAIT) as title:
+        holder = current_champion(client, name)
+        gating = None
+        if holder is None or same_version(holder, version) or _same_league(holder, store):
+            takes = True
+        else:
+            gating = gating_match(store, version, holder)
+            takes = gating is not None and gating.total.score >= store.config.gating_score
+            _tag_gating(client, version, holder, gating, takes)
+        if holder is None or not same_version(holder, version):
+            # the audit row first: a rerun after a crash finds it and only finishes the move
+            _log_history(store, generation, member, version, fit, holder, takes, gating)
+        if takes:
+            title.check()
+            _take_title(client, name, version, holder)
     client.set_tag(store.league_run_id, "champion", f"models:/{name}/{version.version} ({member})")
     return client.get_model_version(name, version.version)
 

@@ -32,7 +32,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,12 +161,37 @@ def _torch_threads() -> None:
     torch.set_num_threads(int(os.environ.get("C4_TORCH_THREADS") or 1))
 
 
-def _store(spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None) -> tuple[Any, LeagueConfig]:
+STEP_LEASE_TTL = 1200.0
+"""Seconds a DAG run's lease on its league lasts without a heartbeat ($C4_LEASE_TTL overrides).
+Only a task's own process heartbeats, so this spans the gaps between tasks, the start of a
+trainer pod included (`startup_timeout_seconds`, 900 s): a second run of the league waits this
+long after the first run failed."""
+
+
+def run_owner(tags: Mapping[str, str] | None) -> str | None:
+    """Who writes a league from a task: its DAG run (``airflow <dag_id> <run_id>``), the one
+    owner of every task and trainer pod of that run; None outside Airflow."""
+    if not tags or "airflow.run_id" not in tags:
+        return None
+    return f"airflow {tags.get('airflow.dag_id', '?')} {tags['airflow.run_id']}"
+
+
+@contextmanager
+def _store(
+    spec: Mapping[str, Any], device: str, tags: Mapping[str, str] | None
+) -> Iterator[tuple[Any, LeagueConfig]]:
+    """The league's store, holding the DAG run's lease on it (`run_owner`; adopted when an
+    earlier task of the run took it) while the step runs."""
     quiet_mlflow()
     from c4core.registry import MLflowStore, Tracking
 
     config = _config(spec, device)
-    return MLflowStore(Tracking.for_uri(tracking_uri()), config, tags), config
+    ttl = float(os.environ.get("C4_LEASE_TTL") or STEP_LEASE_TTL)
+    store = MLflowStore(Tracking.for_uri(tracking_uri()), config, tags, run_owner(tags), ttl)
+    try:
+        yield store, config
+    finally:
+        store.close()  # the run's later tasks go on under the same lease
 
 
 def _results_upto(store: Any, generation: int) -> list[Any]:
@@ -193,19 +219,21 @@ def pick(
 
     spec = resolve(spec)
     _device(spec, training=train_here)
-    store, config = _store(spec, "cpu", tags)
-    plan = plan_generation(store, config, generation)
-    requests = [
-        json.dumps({"spec": spec, "generation": generation, "role": role, "opponents": opp}, sort_keys=True)
-        for role, opp in plan.items()
-    ]
-    return {
-        "spec": spec,
-        "generation": generation,
-        "opponents": plan["main"],
-        "requests": requests,
-        "pairs": [list(pair) for pair in new_pairs(store, config, generation)],
-    }
+    with _store(spec, "cpu", tags) as (store, config):
+        plan = plan_generation(store, config, generation)
+        requests = [
+            json.dumps(
+                {"spec": spec, "generation": generation, "role": role, "opponents": opp}, sort_keys=True
+            )
+            for role, opp in plan.items()
+        ]
+        return {
+            "spec": spec,
+            "generation": generation,
+            "opponents": plan["main"],
+            "requests": requests,
+            "pairs": [list(pair) for pair in new_pairs(store, config, generation)],
+        }
 
 
 def _request(request: Mapping[str, Any] | str) -> tuple[dict[str, Any], int, str, list[str]]:
@@ -264,14 +292,14 @@ def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = Non
     spec, g, role, opponents = _request(request)
     device = _device(spec, training=True)
     _torch_threads()
-    store, config = _store(spec, device, tags)
-    start = time.perf_counter()
-    reused = store.generation_run(g, role) is not None
-    _announce(config, g, role, opponents, reused)
-    printer = _iteration_printer(config)
-    member = snapshot_name(g, role)
-    train_generation(store, config, g, opponents, lambda i, m: printer(member, i, m), role)
-    return _trained(store, g, role, device, reused, time.perf_counter() - start)
+    with _store(spec, device, tags) as (store, config):
+        start = time.perf_counter()
+        reused = store.generation_run(g, role) is not None
+        _announce(config, g, role, opponents, reused)
+        printer = _iteration_printer(config)
+        member = snapshot_name(g, role)
+        train_generation(store, config, g, opponents, lambda i, m: printer(member, i, m), role)
+        return _trained(store, g, role, device, reused, time.perf_counter() - start)
 
 
 def train_all(
@@ -287,15 +315,15 @@ def train_all(
     spec, g = parsed[0][0], parsed[0][1]
     device = _device(spec, training=True)
     _torch_threads()
-    store, config = _store(spec, device, tags)
-    start = time.perf_counter()
-    reused = {role: store.generation_run(g, role) is not None for _, _, role, _ in parsed}
-    for _, _, role, opponents in parsed:
-        _announce(config, g, role, opponents, reused[role])
-    plan = {role: opponents for _, _, role, opponents in parsed}
-    train_learners(store, config, g, plan, _iteration_printer(config))
-    seconds = time.perf_counter() - start
-    return [_trained(store, g, role, device, reused[role], seconds) for role in plan]
+    with _store(spec, device, tags) as (store, config):
+        start = time.perf_counter()
+        reused = {role: store.generation_run(g, role) is not None for _, _, role, _ in parsed}
+        for _, _, role, opponents in parsed:
+            _announce(config, g, role, opponents, reused[role])
+        plan = {role: opponents for _, _, role, opponents in parsed}
+        train_learners(store, config, g, plan, _iteration_printer(config))
+        seconds = time.perf_counter() - start
+        return [_trained(store, g, role, device, reused[role], seconds) for role in plan]
 
 
 def match(
@@ -306,10 +334,10 @@ def match(
 
     spec = resolve(spec)
     _torch_threads()
-    store, config = _store(spec, _device(spec, training=False), tags)
-    result = play_league_match(store, config, member, opponent)
-    progress(match_line(result))
-    return result.to_record()
+    with _store(spec, _device(spec, training=False), tags) as (store, config):
+        result = play_league_match(store, config, member, opponent)
+        progress(match_line(result))
+        return result.to_record()
 
 
 def fit(spec: Mapping[str, Any], generation: int) -> dict[str, Any]:
@@ -318,15 +346,15 @@ def fit(spec: Mapping[str, Any], generation: int) -> dict[str, Any]:
     from c4core.league import champion, fit_ratings
 
     spec = resolve(spec)
-    store, _ = _store(spec, "cpu", None)
-    elo = fit_ratings(_results_upto(store, generation))
-    if elo is None:
-        raise ValueError(f"league {spec['league']!r} has no match records up to generation {generation}")
-    return elo.to_json() | {
-        "generation": generation,
-        "champion": champion(elo),
-        "ladder": format_ladder(elo),
-    }
+    with _store(spec, "cpu", None) as (store, _):
+        elo = fit_ratings(_results_upto(store, generation))
+        if elo is None:
+            raise ValueError(f"league {spec['league']!r} has no match records up to generation {generation}")
+        return elo.to_json() | {
+            "generation": generation,
+            "champion": champion(elo),
+            "ladder": format_ladder(elo),
+        }
 
 
 def register(
@@ -339,47 +367,49 @@ def register(
     """Register the snapshot, score it on the suite (`suite_path`), write Elo into every version,
     promote the champion, and mark the generation finalized (`c4core.registry.after_generation`;
     a no-op once finalized). After the league's last generation, also draw the final report onto
-    the champion and finish the run."""
+    the champion, finish the run, and release the DAG run's lease on the league."""
     from c4core.league import GenerationReport, champion, fit_ratings
     from c4core.registry import after_generation, find_version, log_league_report, member_versions
 
     spec = resolve(spec)
-    store, config = _store(spec, "cpu", tags)
-    results = _results_upto(store, generation)
-    elo = fit_ratings(results)
-    if elo is None or store.generation_run(generation) is None:
-        raise ValueError(f"generation {generation} of league {spec['league']!r} has not been played")
-    member = snapshot_name(generation)
-    new = {snapshot_name(generation, role) for role in config.roles_at(generation)}
-    report = GenerationReport(
-        generation=generation,
-        opponents=list(opponents),
-        matches=[r for r in results if new & {r.a, r.b}],
-        fit=elo,
-        champion=champion(elo),
-        seconds=float(seconds),
-    )
-    champ = after_generation(store, report, suite_path(config.board))
-    if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
-        log_league_report(store, champ)
-        store.set_league_status("FINISHED")
-    version = find_version(store, generation)
-    assert version is not None  # after_generation registered it
-    run = store.generation_run(generation)
-    versions = {m: int(v.version) for m, v in member_versions(store).items() if m in new}
-    return {
-        "versions": versions,
-        "generation": generation,
-        "member": member,
-        "model_name": version.name,
-        "version": int(version.version),
-        "run_id": run.info.run_id if run is not None else None,
-        "experiment_id": store.experiment_id,
-        "league_run_id": store.league_run_id,
-        "elo": round(elo.ratings[member], 1),
-        "champion": report.champion,
-        "champion_version": int(champ.version),
-    }
+    with _store(spec, "cpu", tags) as (store, config):
+        results = _results_upto(store, generation)
+        elo = fit_ratings(results)
+        if elo is None or store.generation_run(generation) is None:
+            raise ValueError(f"generation {generation} of league {spec['league']!r} has not been played")
+        member = snapshot_name(generation)
+        new = {snapshot_name(generation, role) for role in config.roles_at(generation)}
+        report = GenerationReport(
+            generation=generation,
+            opponents=list(opponents),
+            matches=[r for r in results if new & {r.a, r.b}],
+            fit=elo,
+            champion=champion(elo),
+            seconds=float(seconds),
+        )
+        champ = after_generation(store, report, suite_path(config.board))
+        if generation >= spec["generations"]:  # the last one: end as `registry.run_league_tracked` does
+            log_league_report(store, champ)
+            store.set_league_status("FINISHED")
+        version = find_version(store, generation)
+        assert version is not None  # after_generation registered it
+        run = store.generation_run(generation)
+        versions = {m: int(v.version) for m, v in member_versions(store).items() if m in new}
+        if generation >= spec["generations"]:
+            store.release()  # the league is done: another run of it may start
+        return {
+            "versions": versions,
+            "generation": generation,
+            "member": member,
+            "model_name": version.name,
+            "version": int(version.version),
+            "run_id": run.info.run_id if run is not None else None,
+            "experiment_id": store.experiment_id,
+            "league_run_id": store.league_run_id,
+            "elo": round(elo.ratings[member], 1),
+            "champion": report.champion,
+            "champion_version": int(champ.version),
+        }
 
 
 def summary(spec: Mapping[str, Any]) -> str:
@@ -388,13 +418,13 @@ def summary(spec: Mapping[str, Any]) -> str:
     from c4core.league import champion, fit_ratings
 
     spec = resolve(spec)
-    store, config = _store(spec, "cpu", None)
-    results = _results_upto(store, config.generations)
-    elo = fit_ratings(results)
-    if elo is None:
-        raise ValueError(f"league {spec['league']!r} has no match records yet")
-    best = champion(elo)
-    return closing_summary(elo, best, results, registry_line(store, best), config.bots[-1])
+    with _store(spec, "cpu", None) as (store, config):
+        results = _results_upto(store, config.generations)
+        elo = fit_ratings(results)
+        if elo is None:
+            raise ValueError(f"league {spec['league']!r} has no match records yet")
+        best = champion(elo)
+        return closing_summary(elo, best, results, registry_line(store, best), config.bots[-1])
 
 
 # ---- command line (the trainer pod's entry point) ------------------------------------------------

@@ -49,6 +49,8 @@ EXECUTOR = os.environ.get("C4_EXECUTOR", "in-process").strip() or "in-process"
 if EXECUTOR not in EXECUTORS:
     raise ValueError(f"C4_EXECUTOR={EXECUTOR!r}: choose {' or '.join(EXECUTORS)}")
 MAX_GENERATIONS = int(os.environ.get("C4_MAX_GENERATIONS", "20"))
+MAX_ACTIVE_RUNS = 16
+"""DAG runs at once: leagues of different names or games run side by side."""
 
 # the Kubernetes side: where the trainer pod runs and where it finds MLflow
 TRAINER_IMAGE = os.environ.get("C4_TRAINER_IMAGE", "connect4-trainer:0.1.0")
@@ -341,7 +343,9 @@ def register_and_promote(
     schedule=None,
     start_date=datetime(2024, 1, 1),
     catchup=False,
-    max_active_runs=1,  # two runs of one league would race for the same snapshots
+    # leagues run side by side; each run holds its league's lease in MLflow (c4core.steps.run_owner),
+    # so a second run of the same league fails at its first task, naming the run that holds it
+    max_active_runs=MAX_ACTIVE_RUNS,
     params=PARAMS,
     default_args={
         "retries": 2,

@@ -471,6 +471,36 @@ def test_league_bad_name(capsys, tmp_path: Path) -> None:
     assert not (tmp_path / "a b").exists()
 
 
+def test_a_store_that_fails_is_one_line_and_no_traceback(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(b"not a database, " * 1000)
+    done = c4("league", "--profile", "smoke", "--no-suite", "--tracking-uri", f"sqlite:///{db}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("c4 league: error: the tracking store failed: ") and "not a database" in last, last
+
+
+def test_a_running_league_refuses_a_second_process_by_name(capsys, tmp_path: Path) -> None:
+    from c4core.config import profile
+    from c4core.registry import MLflowStore, Tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    holder = MLflowStore(Tracking.for_uri(uri), profile("smoke", name="busy"), owner="c4 league elsewhere")
+    busy = ("league", "--profile", "smoke", "--name", "busy", "--no-suite", "--tracking-uri", uri)
+    capsys.readouterr()  # MLflow's lines as it made the store
+    try:
+        rc, out, err = run(capsys, *busy)
+        assert_one_line_error(
+            rc, out, err, "league", "league connect4/busy is held by c4 league elsewhere since"
+        )
+        rc, out, err = run(capsys, *busy, "--lease-wait", "1")
+        assert_one_line_error(rc, out, err, "league", "held by c4 league elsewhere")
+    finally:
+        holder.release()
+    rc, out, err = run(capsys, *busy, "--generations", "1", "--lease-ttl", "30")
+    assert rc == 0, err
+
+
 def test_league_unknown_profile(capsys, tmp_path: Path) -> None:
     rc, out, err = run(capsys, "league", "--profile", "huge", "--dir", str(tmp_path))
     assert_one_line_error(rc, out, err, "league", "unknown profile 'huge'")

@@ -163,7 +163,7 @@ def test_each_generation_is_a_task_group_of_five_steps_in_order() -> None:
     assert type(match).__name__.endswith("MappedOperator")  # dynamic task mapping over the pairs
     assert dag.default_args["retries"] >= 1
     assert all(t.retries >= 1 for t in dag.tasks)
-    assert dag.max_active_runs == 1 and dag.schedule is None and not dag.catchup
+    assert dag.max_active_runs > 1 and dag.schedule is None and not dag.catchup  # leagues side by side
 
 
 def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
@@ -521,6 +521,53 @@ def test_dag_test_runs_a_league_mixing_a_q_learning_table_and_a_network_exploite
     assert client.get_run(versions["gen1"].run_id).data.params["main_learner"] == "q-learning"
 
 
+@pytest.mark.slow
+def test_a_league_started_from_airflow_and_the_cli_at_once_runs_once(migrated: Path, tmp_path: Path) -> None:
+    from c4core.lease import Lease
+    from c4core.registry import Tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    conf = {"league": "twice", "profile": "smoke", "generations": 1, "iterations": 10}
+    dag = subprocess.Popen(
+        [str(BIN / "airflow"), "dags", "test", DAG_ID, "-c", json.dumps(conf)],
+        env=os.environ | {"MLFLOW_TRACKING_URI": uri}, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        tracking = Tracking.for_uri(uri)
+        lease = Lease(tracking.client(), "league connect4/twice", "a watcher")
+        deadline = time.monotonic() + 300
+        while lease.holder() is None and dag.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        holder = lease.holder()
+        assert holder is not None and holder.owner.startswith(f"airflow {DAG_ID} manual__"), holder
+        cli = run(
+            [str(BIN / "c4"), "league", "--profile", "smoke", "--name", "twice", "--generations", "1",
+             "--iterations", "10", "--no-suite", "--tracking-uri", uri],
+        )  # fmt: skip
+        assert dag.poll() is None, "the DAG run ended before the CLI tried the league"
+        out, _ = dag.communicate(timeout=600)
+    finally:
+        if dag.poll() is None:
+            dag.kill()
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr[-3000:]
+    assert (
+        cli.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"c4 league: error: league connect4/twice is held by {holder.owner} since ")
+    ), cli.stderr
+    assert dag.returncode == 0, out[-3000:]
+    # the store holds what one run leaves: one league run, one generation, its two matches, one
+    # version; and the run let go of the league at its end
+    client = tracking.client()
+    exp = client.get_experiment_by_name("connect4-league")
+    kinds = sorted(r.data.tags["c4.kind"] for r in client.search_runs([exp.experiment_id]))
+    assert kinds == ["generation", "league", "match", "match"]
+    assert [v.tags["member"] for v in client.search_model_versions("name = 'connect4'")] == ["gen1"]
+    after = lease.holder()
+    assert after is not None and (after.epoch, after.deleted) == (holder.epoch, True)
+
+
 def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(league_run: LeagueRun) -> None:
     assert league_run.state == "success"
     for g in (1, 2):
@@ -747,18 +794,36 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
         assert status == 400 and "generations" in json.dumps(body), body
         assert api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")[1]["total_entries"] == 0
 
+        # two leagues at once, and the first a second time: runs of different leagues go side by
+        # side; of the two runs of one league, one trains and the other fails at its first task
         conf = {"league": "e2e", "profile": "smoke", "generations": 1, "match_games": 10}
-        status, body = api.call(
-            "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": conf}
-        )
-        assert status == 200, body
-        run_id = body["dag_run_id"]
+        runs = {}
+        for key, c in (("e2e", conf), ("e2f", conf | {"league": "e2f"}), ("e2e again", conf)):
+            status, body = api.call(
+                "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": c}
+            )
+            assert status == 200, body
+            runs[key] = body["dag_run_id"]
 
-        def finished() -> str | None:
+        def finished(run_id: str) -> str | None:
             state = api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
             return state if state in ("success", "failed") else None
 
-        assert wait_for("the run to finish", finished, 420, proc, log) == "success"
+        ended = {
+            k: wait_for(f"run {k} to finish", lambda r=r: finished(r), 600, proc, log)
+            for k, r in runs.items()
+        }
+        assert ended["e2f"] == "success"
+        assert sorted((ended["e2e"], ended["e2e again"])) == ["failed", "success"], ended
+        run_id, refused = (runs["e2e"], runs["e2e again"])[:: 1 if ended["e2e"] == "success" else -1]
+        status, ti = api.call(
+            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{refused}/taskInstances/generation_1.pick_opponents"
+        )
+        assert status == 200 and ti["state"] == "failed", ti
+        status, pick_log = api.call(
+            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{refused}/taskInstances/generation_1.pick_opponents/logs/1"
+        )
+        assert "league connect4/e2e is held by airflow connect4_league " + run_id in json.dumps(pick_log)
         states: dict[tuple[str, int], str] = {}
         while True:  # pages of at most 100 (the API's cap): 100 tasks, one of them mapped
             page = f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=100&offset={len(states)}"
@@ -798,7 +863,13 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
 
     client = MlflowClient(uri)
     champ = client.get_model_version_by_alias("connect4", "champion")
-    assert champ.current_stage == "Production" and champ.tags["league"] == "e2e" and "elo" in champ.tags
+    assert (
+        champ.current_stage == "Production" and champ.tags["league"] in ("e2e", "e2f") and "elo" in champ.tags
+    )
+    versions = sorted(
+        (v.tags["league"], v.tags["member"]) for v in client.search_model_versions("name = 'connect4'")
+    )
+    assert versions == [("e2e", "gen1"), ("e2f", "gen1")]  # e2e trained once
     exp = client.get_experiment_by_name("connect4-league")
     matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'e2e'")
     pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)

@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"ppo", "alphazero", "players"},  # the network learners (self-play), player specs
     {"learners"},  # the learner interface, and every learner by name
     {"league"},
-    {"serving", "report"},
+    {"serving", "report", "lease"},  # the served model, the report, leases on the tracking store
     {"registry"},  # MLflow: stores, versions, the champion, reading and logging reports
     {"app", "entry"},  # the play page; what the entry points share
     {"cli", "steps"},  # the `c4` command and the DAG's steps

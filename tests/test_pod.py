@@ -319,7 +319,9 @@ def test_the_dags_trainer_pod_trains_a_generation_into_mlflow_and_a_rerun_reuses
     # XCom as `trained` (with no Airflow run here, the task-instance tags are stubbed)
     tasks = op.dag.task_dict
     register = tasks["generation_1.register_and_promote"].python_callable
-    monkeypatch.setitem(register.__globals__, "_tags", lambda: {"airflow.run_id": RUN_ID})
+    # the same DAG run as the pod's, so the task adopts the league's lease the pod took
+    run_tags = {"airflow.dag_id": "connect4_league", "airflow.run_id": RUN_ID}
+    monkeypatch.setitem(register.__globals__, "_tags", lambda: run_tags)
     matches = [steps.match(picked["spec"], a, b) for a, b in picked["pairs"]]
     elo = tasks["generation_1.fit_elo"].python_callable(picked["spec"], 1, matches)
     out = register(picked["spec"], 1, picked["opponents"], [xcom], elo)

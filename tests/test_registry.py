@@ -37,6 +37,7 @@ from c4core.elo import fit_elo
 from c4core.entry import registry_fetch, registry_line
 from c4core.game import STANDARD
 from c4core.league import iterations_to_beat
+from c4core.lease import Lease, LeaseHeld
 from c4core.match import WDL, MatchResult, play_match
 from c4core.net import NetPlayer, PolicyValueNet
 from c4core.players import make_player
@@ -52,6 +53,7 @@ from c4core.registry import (
     champion_history,
     find_version,
     league_alias,
+    league_lease,
     league_versions,
     model_name_for,
     open_league,
@@ -487,18 +489,29 @@ CRASH_DRIVER = """
 import json, sys, torch
 torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a tiny net
 from c4core.config import profile
+from c4core.lease import process_owner
 from c4core.registry import MLflowStore, Tracking, run_league_tracked
-uri, name, roles = sys.argv[1:4]
+uri, name, roles, ttl, wait = sys.argv[1:6]
 # 20 iterations: long enough that a watcher on a loaded machine still sees two learners mid-training
 config = profile("smoke", name=name, generations=3, ppo={"iterations": 20}, roles=tuple(roles.split(",")))
-final = run_league_tracked(MLflowStore(Tracking.for_uri(uri), config), config)
+owner = process_owner("driver")
+store = MLflowStore(Tracking.for_uri(uri), config, owner=owner, ttl=float(ttl), wait=float(wait))
+final = run_league_tracked(store, config)
+store.release()
 print(json.dumps({"champion": final.report.champion, "version": final.champion_version.version}))
 """
 
 
-def league_command(uri: str, name: str, roles: tuple[str, ...] = ("main",)) -> list[str]:
-    """A small driver (one torch thread) that runs a 3-generation smoke league on MLflow."""
-    return [sys.executable, "-c", CRASH_DRIVER, uri, name, ",".join(roles)]
+LEASE_TTL = 20.0
+"""The killed driver's lease: long enough to outlive the test's checks, short enough to wait out."""
+
+
+def league_command(
+    uri: str, name: str, roles: tuple[str, ...] = ("main",), ttl: float = 120, wait: float = 0
+) -> list[str]:
+    """A small driver (one torch thread) that runs a 3-generation smoke league on MLflow,
+    holding the league's lease with `ttl`, and waiting up to `wait` seconds for it."""
+    return [sys.executable, "-c", CRASH_DRIVER, uri, name, ",".join(roles), str(ttl), str(wait)]
 
 
 def contents(tracking: Tracking, name: str) -> dict[str, list]:
@@ -553,7 +566,7 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     victim = subprocess.Popen(
-        league_command(crash.tracking_uri, "c", roles), env=env, cwd=REPO,
+        league_command(crash.tracking_uri, "c", roles, ttl=LEASE_TTL), env=env, cwd=REPO,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     client = crash.client()
@@ -586,8 +599,15 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(
     assert not any(Path(f"/proc/{p}").exists() for p in learners)  # they died with the league
     assert contents_so_far(crash, "c") == ["1"]  # killed inside generation 2
 
+    # the dead driver's lease holds the league until it expires; the rerun waits for that
+    config = open_league(crash, "c").config
+    lease = Lease(client, league_lease(crash, config), "someone else")
+    dead = lease.holder()
+    assert dead is not None and dead.owner.startswith("driver on ") and not dead.expired(time.time())
+    with pytest.raises(LeaseHeld, match="held by driver on "):
+        lease.acquire()
     rerun = subprocess.run(
-        league_command(crash.tracking_uri, "c", roles),
+        league_command(crash.tracking_uri, "c", roles, ttl=LEASE_TTL, wait=60),
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -619,6 +639,8 @@ def test_a_league_killed_mid_generation_resumes_to_the_same_store(
         ]
         assert [m[1] for m in got["league metrics"] if m[0] == EXPLOITABILITY] == [2, 3]
     assert json.loads(rerun.stdout) == json.loads(out)
+    after = lease.holder()  # the rerun took the lease over, then let go of it
+    assert after is not None and (after.epoch, after.deleted) == (dead.epoch + 1, True)
     # the killed attempts at generation 2 are kept only as failed, deleted runs
     dead = runs_of(client, "generation", "c", ViewType.DELETED_ONLY)
     assert sorted((r.data.tags["generation"], r.data.tags["role"], r.info.status) for r in dead) == [

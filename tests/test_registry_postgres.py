@@ -13,6 +13,7 @@ which case it fails.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -73,6 +74,13 @@ class Postgres:
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
     """A PostgreSQL cluster on 127.0.0.1:<free port>, trust auth, with an empty `mlflow` database."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
+def postgres_cluster() -> Iterator[Postgres]:
+    """`postgres`, outside pytest too (`benchmarks/side_by_side.py`)."""
     bin_dir = postgres_bin()
     if bin_dir is None:
         unavailable("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
@@ -175,3 +183,21 @@ def test_a_league_against_postgres_and_s3(pg_server: Server, postgres: Postgres)
     assert {r.info.run_id for r in gens} <= finished
     assert db_versions == {int(v): s for v, s in stages.items()}
     assert aliases[CHAMPION_ALIAS] == int(champ.version)
+
+
+@pytest.mark.slow
+def test_leagues_started_at_once_against_postgres_and_s3(pg_server: Server, tmp_path: Path) -> None:
+    """Four one-generation leagues at once through the server, two of each seed, each contesting
+    the title: all finish, the title moves only by recorded matches, and the two leagues of a
+    seed come out alike (as each would alone)."""
+    from side_by_side import finish_all, league_command, league_state, start, title_problems
+
+    tracking = Tracking.for_uri(pg_server.url)
+    names = {"pga1": 1, "pgb1": 1, "pga2": 2, "pgb2": 2}
+    procs = [start(league_command(pg_server.url, name, seed, 1), tmp_path) for name, seed in names.items()]
+    for rc, _, err in finish_all(procs):
+        assert rc == 0 and "Traceback" not in err, err[-3000:]
+    assert title_problems(tracking) == []
+    for seed in (1, 2):
+        assert league_state(tracking, f"pga{seed}") == league_state(tracking, f"pgb{seed}")
+    assert league_state(tracking, "pga1")["snapshots"] != league_state(tracking, "pga2")["snapshots"]
