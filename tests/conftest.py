@@ -7,6 +7,8 @@ ever play legal moves, so every string they produce replays with `Position.from_
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -153,3 +155,13 @@ class CountingPlayer(Player):
 def counting_player() -> type[CountingPlayer]:
     """`CountingPlayer`, for tests that check who was asked to move how often."""
     return CountingPlayer
+
+
+@pytest.fixture(scope="session")
+def blank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty, migrated MLflow SQLite file to copy."""
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("blank") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path

@@ -21,11 +21,18 @@ import torch
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from c4core.registry import CHAMPION_ALIAS, Tracking, champion_history, current_champion, open_league
+from c4core.config import PROFILES
+from c4core.registry import (
+    CHAMPION_ALIAS,
+    MODEL_NAME,
+    Tracking,
+    champion_history,
+    current_champion,
+    open_league,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = "connect4"
-GATING_SCORE = 0.55  # the smoke profile's `gating_score`
+GATING_SCORE = PROFILES["smoke"].gating_score  # the leagues here are smoke leagues
 
 
 def league_command(uri: str, name: str, seed: int, generations: int = 2) -> list[str]:
@@ -103,7 +110,7 @@ def title_problems(tracking: Tracking) -> list[str]:
     for run in runs:
         store = open_league(tracking, run.data.tags["league"], run.data.tags["config_hash"])
         rows += [r | {"league": store.config.name} for r in champion_history(store)]
-    versions = {int(v.version): v for v in client.search_model_versions(f"name = '{MODEL}'")}
+    versions = {int(v.version): v for v in client.search_model_versions(f"name = '{MODEL_NAME}'")}
     gatings = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'gating'", ViewType.ACTIVE_ONLY)
     recorded = {
         (int(g.data.tags["challenger_version"]), int(g.data.tags["champion_version"])): g.data.metrics[
@@ -130,7 +137,7 @@ def title_problems(tracking: Tracking) -> list[str]:
         holder, chain = taken[holder]["version"], chain + 1
     if chain != len(taken):
         problems.append(f"the title changes are not one chain: {chain} of {len(taken)} follow on")
-    champ = current_champion(client, MODEL)
+    champ = current_champion(client, MODEL_NAME)
     if (champ and int(champ.version)) != holder:
         problems.append(
             f"alias {CHAMPION_ALIAS!r} is on v{champ and champ.version}, the history ends at v{holder}"

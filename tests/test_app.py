@@ -26,7 +26,6 @@ import torch
 from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from mlflow.entities.model_registry import ModelVersion
-from mlflow.tracking import MlflowClient
 from servers import free_port, wait_for_http
 
 from c4core.app import (
@@ -103,13 +102,6 @@ class ServerThread:
 
 
 # ---- fixtures ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def blank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("blank") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture(scope="module")
 def tracking(blank_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Tracking:
     """A store whose champion is generation 1 (seed 0, Elo 100); tests here never change it."""

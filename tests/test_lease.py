@@ -18,16 +18,9 @@ from c4core.lease import FencedClient, Lease, LeaseHeld, LeaseLost, process_owne
 from c4core.registry import MLflowStore, Tracking, league_lease
 
 
-@pytest.fixture(scope="module")
-def blank(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("blank") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture
-def client(blank: Path, tmp_path: Path) -> MlflowClient:
-    shutil.copy(blank, tmp_path / "mlflow.db")
+def client(blank_db: Path, tmp_path: Path) -> MlflowClient:
+    shutil.copy(blank_db, tmp_path / "mlflow.db")
     return MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
 
 
@@ -141,8 +134,10 @@ def test_a_waiter_gets_the_lease_once_its_holder_lets_go(client: MlflowClient) -
     b.release()
 
 
-def test_a_second_store_of_a_running_league_is_refused_before_it_writes(blank: Path, tmp_path: Path) -> None:
-    shutil.copy(blank, tmp_path / "mlflow.db")
+def test_a_second_store_of_a_running_league_is_refused_before_it_writes(
+    blank_db: Path, tmp_path: Path
+) -> None:
+    shutil.copy(blank_db, tmp_path / "mlflow.db")
     tracking = Tracking.for_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     config = profile("smoke", name="solo")
     first = MLflowStore(tracking, config, owner=process_owner("first"))

@@ -70,14 +70,6 @@ SMOKE = profile("smoke", name="t")
 AIRFLOW_TAGS = {"airflow.dag_id": "connect4_league", "airflow.run_id": "manual__1", "airflow.task_id": "gen"}
 
 
-@pytest.fixture(scope="module")
-def blank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, migrated MLflow SQLite file to copy."""
-    path = tmp_path_factory.mktemp("blank") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
-
-
 def fresh_tracking(blank_db: Path, folder: Path) -> Tracking:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(blank_db, folder / "mlflow.db")
