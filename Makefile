@@ -15,7 +15,7 @@ AIRFLOW_ENV := AIRFLOW_HOME=$(AIRFLOW_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)
 	AIRFLOW__CORE__PLUGINS_FOLDER=$(CURDIR)/plugins AIRFLOW__CORE__LOAD_EXAMPLES=False \
 	MLFLOW_CONFIGURE_LOGGING=false MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false
 
-.PHONY: venv league league-cli up test test-fast lint bench ui serve clean
+.PHONY: venv league league-cli up down test test-fast lint bench ui serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -49,6 +49,10 @@ league-cli: venv
 # Airflow standalone, the MLflow UI and the play page on 127.0.0.1; prints where and how to log in
 up: venv
 	AIRFLOW_HOME=$(AIRFLOW_HOME) VENV=$(abspath $(VENV)) bash docker/up.sh
+
+# stops what `make up` started, found by the process ids it recorded in $(AIRFLOW_HOME)/up.pids
+down:
+	@AIRFLOW_HOME=$(AIRFLOW_HOME) VENV=$(abspath $(VENV)) bash docker/up.sh down
 
 test: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins

@@ -485,7 +485,7 @@ def cmd_league(args: argparse.Namespace) -> int:
             bar.refresh()
             champ = r.fit.ratings[r.champion]
             tqdm.write(
-                f"generation {r.generation}: champion {r.champion} ({champ:.0f} Elo), {r.seconds:.0f}s",
+                f"generation {r.generation}: champion {r.champion} ({champ:.1f} Elo), {r.seconds:.0f}s",
                 file=sys.stderr,
             )
 

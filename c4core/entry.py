@@ -167,6 +167,6 @@ def closing_summary(
     when given."""
     from c4core.elo import format_ladder
 
-    lines = [format_ladder(fit), f"champion: {member} ({fit.ratings[member]:.0f} Elo)"]
+    lines = [format_ladder(fit), f"champion: {member} ({fit.ratings[member]:.1f} Elo)"]
     lines += [line for line in (versus_line(results, member, baseline), where) if line is not None]
     return "\n".join(lines)

@@ -44,6 +44,18 @@ import numpy as np
 NUM_PLANES = 6
 
 
+QUOTED_MAX = 40
+"""The most characters of a user's text that an error message repeats."""
+
+
+def quoted(text: str) -> str:
+    """`text` quoted for an error message, cut short when long: a 5,000-character move string
+    comes back as its first `QUOTED_MAX` characters and its length."""
+    if len(text) <= QUOTED_MAX:
+        return repr(text)
+    return f"{text[:QUOTED_MAX]!r}... ({len(text):,} characters)"
+
+
 @dataclass(frozen=True)
 class Geometry:
     """Board size and win length. The default is standard Connect Four."""
@@ -167,15 +179,15 @@ class Position:
         for i, ch in enumerate(moves.strip()):
             if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= geometry.cols:
                 raise ValueError(
-                    f"bad move {ch!r} at position {i + 1} of {moves!r}: "
+                    f"bad move {ch!r} at position {i + 1} of {quoted(moves)}: "
                     f"expected a column digit 1-{geometry.cols}"
                 )
             col = int(ch) - 1
             if pos.won:
-                raise ValueError(f"move {i + 1} of {moves!r} comes after the game was already won")
+                raise ValueError(f"move {i + 1} of {quoted(moves)} comes after the game was already won")
             if not pos.can_play(col):
                 kind = "the board is full" if pos.is_full else f"column {col + 1} is full"
-                raise ValueError(f"move {i + 1} of {moves!r} is illegal: {kind}")
+                raise ValueError(f"move {i + 1} of {quoted(moves)} is illegal: {kind}")
             pos = pos.play(col)
         return pos
 

@@ -589,9 +589,10 @@ def model_card(
     tabular = c.learner(generation, role) in TABULAR_LEARNERS
     four = isinstance(c.board, ConnectFour)
     board = f"board {c.rows}x{c.cols}, connect {c.connect}" if four else f"board {c.rows}x{c.cols} boxes"
+    # the first line is plain text: the registered model's versions table shows it raw
     lines = [
-        f"**{c.board.title} {'action-value table' if tabular else 'policy-value net'}**, snapshot "
-        f"`{member}` of league `{c.name}` (config `{store.config_hash}`, profile `{c.profile}`).",
+        f"{c.board.title} {'action-value table' if tabular else 'policy-value net'}, snapshot "
+        f"{member} of league {c.name} (config {store.config_hash}, profile {c.profile}).",
         "",
         f"- Role: {ROLE_CARD[role]}.",
         f"- Table: one row of action values per position in play, by {c.learner(generation, role)}, "
@@ -603,7 +604,7 @@ def model_card(
     ]
     if fit is not None and member in fit.ratings:
         lo, hi = fit.ci95[member]
-        lines.append(f"- Elo: {fit.ratings[member]:.0f} (95% CI {lo:.0f}..{hi:.0f}; random = 0).")
+        lines.append(f"- Elo: {fit.ratings[member]:.1f} (95% CI {lo:.1f}..{hi:.1f}; random = 0).")
     if win_vs_tactical is not None:
         lines.append(f"- Wins vs the tactical bot: {win_vs_tactical:.1%} of {c.match_games} games.")
     n = c.board.num_actions
@@ -623,9 +624,27 @@ def model_card(
     return "\n".join(lines)
 
 
-def model_description(title: str) -> str:
-    """A registered model's description, for game `title`: what its aliases mean."""
-    return f"{title} self-play league snapshots, one version per snapshot of every league.\n\n" + _ALIASES
+def model_description(title: str, champion: ModelVersion | None = None) -> str:
+    """A registered model's description, for game `title`: the registry-wide `champion` first
+    (its version, league, snapshot, Elo and a link to its page), then what the aliases mean. The
+    title's holder rewrites it on every title change (`_take_title`)."""
+    return f"{champion_line(champion)}\n\n{title} {_ABOUT}\n\n{_ALIASES}"
+
+
+def champion_line(champion: ModelVersion | None) -> str:
+    """The first line of the registered model's description: who holds the title."""
+    if champion is None:
+        return "**No champion yet**: the first league to finish a generation takes the title."
+    t = champion.tags
+    elo = f", Elo {t['elo']}" if t.get("elo") else ""  # as its league last rated it
+    page = f"#/models/{champion.name}/versions/{champion.version}?workflowType=machine_learning"
+    return (
+        f"**Champion: version {champion.version}**, snapshot `{t.get('member', '?')}` of league "
+        f"`{t.get('league', '?')}`{elo} ([its page]({page})). Serve it as `models:/{champion.name}@champion`."
+    )
+
+
+_ABOUT = "self-play league snapshots, one version per snapshot of every league."
 
 
 _ALIASES = (
@@ -643,16 +662,19 @@ _ALIASES = (
 
 def _ensure_registered_model(store: MLflowStore) -> None:
     client, name = store.client, store.tracking.model_name
-    description = model_description(store.config.board.title)
+    title = store.config.board.title
     try:
         model = client.get_registered_model(name)
     except MlflowException:
         try:
-            client.create_registered_model(name, description=description)
+            client.create_registered_model(name, description=model_description(title))
             return
         except MlflowException:  # created concurrently
             model = client.get_registered_model(name)
-    if model.description != description:  # a registry from before the aliases were explained
+    # a registry from before the description led with the champion; its first line is otherwise
+    # the title holder's to write (`_take_title`, under the title lease)
+    if not (model.description or "").endswith(model_description(title).split("\n\n", 1)[1]):
+        description = model_description(title, current_champion(client, name))
         client.update_registered_model(name, description=description)
 
 
@@ -715,7 +737,9 @@ def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
     history = store.client.get_metric_history(store.league_run_id, "elo/" + snapshot_name(generation))
     if not any(m.step == generation for m in history):
         now = int(time.time() * 1000)
-        metrics = [Metric(f"elo/{m}", float(r), now, generation) for m, r in sorted(fit.ratings.items())]
+        # one decimal, as everywhere an Elo is shown (`_elo_tags`, the ladder, the model card)
+        ladder = sorted(fit.ratings.items())
+        metrics = [Metric(f"elo/{m}", round(float(r), 1), now, generation) for m, r in ladder]
         store.client.log_batch(store.league_run_id, metrics=metrics)
 
 
@@ -846,7 +870,8 @@ def promote_champion(store: MLflowStore, member: str, fit: EloFit, generation: i
             _log_history(store, generation, member, version, fit, holder, takes, gating)
         if takes:
             title.check()
-            _take_title(client, name, version, holder)
+            latest = client.get_model_version(name, version.version)  # its Elo tags as refitted
+            _take_title(client, name, latest, holder, store.config.board.title)
     client.set_tag(store.league_run_id, "champion", f"models:/{name}/{version.version} ({member})")
     return client.get_model_version(name, version.version)
 
@@ -913,8 +938,18 @@ def _log_history(
     store.client.log_dict(store.league_run_id, table, CHAMPION_TABLE)
 
 
-def _take_title(client: MlflowClient, name: str, version: ModelVersion, holder: ModelVersion | None) -> None:
-    if holder is not None and same_version(holder, version) and version.current_stage == "Production":
+def _take_title(
+    client: MlflowClient, name: str, version: ModelVersion, holder: ModelVersion | None, title: str
+) -> None:
+    """Move the title to `version`: stage, alias, the since/until tags, and the registered
+    model's description, whose first line names the holder. A rerun finishes a half-done move."""
+    description = model_description(title, version)
+    if (
+        holder is not None
+        and same_version(holder, version)
+        and version.current_stage == "Production"
+        and client.get_registered_model(name).description == description
+    ):
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # stages are deprecated, but users serve them
@@ -924,6 +959,7 @@ def _take_title(client: MlflowClient, name: str, version: ModelVersion, holder: 
     if holder is not None and not same_version(holder, version):
         client.set_model_version_tag(name, holder.version, "champion_until", when)
     client.set_model_version_tag(name, version.version, "champion_since", when)
+    client.update_registered_model(name, description=description)
 
 
 SUITE_TAGS = {

@@ -51,7 +51,16 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import numpy as np
 
-from c4core.config import BOT_NAMES, MAIN, ROLES, LeagueConfig, generation_of, role_of, snapshot_name
+from c4core.config import (
+    BOT_NAMES,
+    MAIN,
+    ROLES,
+    TABULAR_LEARNERS,
+    LeagueConfig,
+    generation_of,
+    role_of,
+    snapshot_name,
+)
 from c4core.elo import EloFit
 from c4core.game import STANDARD, Geometry, Position, has_won
 from c4core.games import ConnectFour
@@ -795,6 +804,9 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
         data=rep.data,
         config=config,
         config_hash=config.training_hash(),
+        # every kind of generation the league trains (PPO, then AlphaZero-style; or a table)
+        training=config.describe_training(),
+        net=None if config.main_learner in TABULAR_LEARNERS else f"{config.net.blocks}x{config.net.channels}",
         tiles=tiles,
         ladder=fit.ladder(),
         roles={m: role_label(m) for m in fit.ratings} if rep.has_roles else None,

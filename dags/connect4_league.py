@@ -81,8 +81,9 @@ PARAMS = {
         maxLength=64,
         pattern="^[A-Za-z0-9._-]+$",
         title="League name",
-        description_md="Groups snapshots, matches and versions in MLflow. Letters, digits, `-`, `_`, `.`; "
-        "rerunning a league resumes it.",
+        examples=["default", "cpu1", "try-2.bf16"],
+        description_md="Groups snapshots, matches and versions in MLflow. 1 to 64 letters, digits, `-`, "
+        "`_` or `.`, no spaces (e.g. `cpu1`); rerunning a league resumes it.",
     ),
     "profile": Param(
         "cpu",
@@ -196,13 +197,14 @@ def _tags() -> dict[str, str]:
     return {"airflow.dag_id": ti.dag_id, "airflow.run_id": ti.run_id, "airflow.task_id": ti.task_id}
 
 
-@task.short_circuit
+@task
 def pick_opponents(generation: int) -> list[list[str]]:
     """Returns the pairs the new snapshots will play (the list `play_match` maps over: a mapped
     task can only expand a return value); the spec, the main agent's opponents and the
     trainers' requests (one per role) go in XComs of their own name. Past the form's generation
-    count it returns nothing, which skips this group and every later one in one step."""
-    from airflow.sdk.exceptions import AirflowFailException
+    count it skips itself, and with it this group and every later one: the grid shows the
+    groups past the league's length as skipped, none green."""
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
     from c4core import steps
 
@@ -216,8 +218,8 @@ def pick_opponents(generation: int) -> list[list[str]]:
                 f"{MAX_GENERATIONS}: set generations, or raise C4_MAX_GENERATIONS"
             )
         if generation > spec["generations"]:
-            print(f"the league runs {spec['generations']} generation(s): skipping the rest")
-            return []
+            runs = spec["generations"]
+            raise AirflowSkipException(f"the league runs {runs} generation(s): skipping the rest")
         picked = steps.pick(spec, generation, _tags(), train_here=EXECUTOR == "in-process")
     except ValueError as e:  # a bad setting: fail at once, as a retry would only repeat it
         raise AirflowFailException(str(e)) from e
@@ -343,6 +345,9 @@ def register_and_promote(
     schedule=None,
     start_date=datetime(2024, 1, 1),
     catchup=False,
+    # it has no schedule and runs only when triggered, so it starts unpaused: paused, a refused
+    # trigger from the UI would unpause it anyway (the form's "unpause" box goes first)
+    is_paused_upon_creation=False,
     # leagues run side by side; each run holds its league's lease in MLflow (c4core.steps.run_owner),
     # so a second run of the same league fails at its first task, naming the run that holds it
     max_active_runs=MAX_ACTIVE_RUNS,

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # `make up`: the league's services as local processes, without Docker (compose.yaml is the
 # containerised version). All on 127.0.0.1:
-#   Airflow standalone (api-server + UI, scheduler, dag-processor, triggerer)   :AIRFLOW_PORT (8080)
+#   Airflow: api-server (and UI), scheduler, dag-processor                        :AIRFLOW_PORT (8080)
 #   the MLflow UI on the embedded store (<repo>/mlruns/mlflow.db, or
 #   $MLFLOW_TRACKING_URI when that is another sqlite:/// file)                  :MLFLOW_PORT  (5000)
 #   the play page, `c4 serve-app`, when this checkout has it                    :APP_PORT     (8000)
 # Airflow's metadata DB lives in AIRFLOW_HOME (default <repo>/.airflow), apart from MLflow's.
-# Ctrl-C stops all three. Airflow's own log servers (8793, 8794) listen on every interface: Airflow
-# 3.3 hard-codes that, and they serve only requests signed with this instance's secret.
+# Ctrl-C stops all three, and so does `docker/up.sh down` (`make down`) from another terminal: the
+# running stack's process ids are in $AIRFLOW_HOME/up.pids. Airflow's own log servers (8793, 8794)
+# listen on every interface: Airflow 3.3 hard-codes that, and they serve only requests signed with
+# this instance's secret.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${VENV:-$repo/.venv}"
@@ -32,29 +34,69 @@ if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then
 else
     export C4_MLFLOW_UI_URL="$MLFLOW_TRACKING_URI"  # a tracking server is its own UI
 fi
-mkdir -p "$AIRFLOW_HOME" "$repo/mlruns"
+pidfile="$AIRFLOW_HOME/up.pids"  # this script's pid, then one process group per service
 logs="$AIRFLOW_HOME/up-logs"
-mkdir -p "$logs"
 
-pids=()
-stop() {  # each service is its own process group: TERM them, and KILL what is left after 20 s
-    trap - INT TERM EXIT
-    for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+stop_groups() {  # TERM each process group given, and KILL what is left after 20 s
+    for pid in "$@"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
     for _ in $(seq 20); do
         local alive=0
-        for pid in "${pids[@]}"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+        for pid in "$@"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
         ((alive)) || return 0
         sleep 1
     done
-    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    for pid in "$@"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+
+running() {  # the process ids in $pidfile, if any of them is still alive
+    [[ -s "$pidfile" ]] || return 1
+    local pid
+    for pid in $(cat "$pidfile"); do kill -0 "$pid" 2>/dev/null && return 0; done
+    return 1
+}
+
+if [[ "${1:-}" == down ]]; then
+    if ! running; then
+        echo "nothing to stop: no stack of this AIRFLOW_HOME ($AIRFLOW_HOME) is running"
+        rm -f "$pidfile"
+        exit 0
+    fi
+    mapfile -t ids <"$pidfile"
+    kill -TERM "${ids[0]}" 2>/dev/null || true  # the foreground script stops its services itself
+    stop_groups "${ids[@]:1}"  # and in case it is gone, so does this
+    rm -f "$pidfile"
+    echo "stopped the stack of $AIRFLOW_HOME"
+    exit 0
+elif [[ -n "${1:-}" ]]; then
+    echo "usage: docker/up.sh [down]" >&2
+    exit 2
+fi
+if running; then
+    echo "the stack of $AIRFLOW_HOME is already up (process ids in $pidfile): make down stops it" >&2
+    exit 1
+fi
+mkdir -p "$AIRFLOW_HOME" "$repo/mlruns" "$logs"
+
+pids=()
+stop() {  # each service is its own process group
+    trap - INT TERM EXIT
+    stop_groups "${pids[@]}"
+    rm -f "$pidfile"
 }
 trap stop INT TERM EXIT
 
-setsid airflow standalone >"$logs/airflow.log" 2>&1 &
-pids+=($!)
+# Airflow's components, each its own process group: what `airflow standalone` starts, less its
+# triggerer (no task of this DAG defers) and its own parent process, about 300 MB between them
+airflow db migrate >"$logs/airflow-migrate.log" 2>&1 \
+    || { tail -30 "$logs/airflow-migrate.log" >&2; echo "airflow db migrate failed" >&2; exit 1; }
+for component in api-server scheduler dag-processor; do
+    setsid airflow "$component" >"$logs/airflow-$component.log" 2>&1 &
+    pids+=($!)
+done
 if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then
-    # the UI on the same embedded store the DAG writes to
-    setsid mlflow ui --backend-store-uri "$MLFLOW_TRACKING_URI" --host 127.0.0.1 \
+    # the UI on the same embedded store the DAG writes to, with only what this project uses
+    mapfile -t mlflow_env < <(grep -Ev '^[[:space:]]*(#|$)' "$repo/docker/mlflow-ui.env")
+    setsid env "${mlflow_env[@]}" mlflow ui --backend-store-uri "$MLFLOW_TRACKING_URI" --host 127.0.0.1 \
         --port "${MLFLOW_PORT:-5000}" --workers 1 >"$logs/mlflow.log" 2>&1 &
     pids+=($!)
 fi
@@ -64,6 +106,7 @@ if c4 serve-app --help >/dev/null 2>&1; then
     pids+=($!)
     app="http://127.0.0.1:${APP_PORT:-8000}"
 fi
+printf '%s\n' "$$" "${pids[@]}" >"$pidfile"
 
 passwords="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
 for _ in $(seq 180); do [[ -s "$passwords" ]] && break; sleep 1; done
@@ -71,11 +114,12 @@ password="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["admi
 cat <<MSG
 
   Airflow   http://127.0.0.1:$AIRFLOW__API__PORT   user admin, password $password
-            (the DAG connect4_league: Trigger, fill in the form; logs in $logs/airflow.log)
-  MLflow    $C4_MLFLOW_UI_URL   no login (store $MLFLOW_TRACKING_URI)
+            (the DAG connect4_league: Trigger, fill in the form; logs in $logs)
+  MLflow    $C4_MLFLOW_UI_URL/#/experiments?workflowType=machine_learning   no login
+            (the model-training view; store $MLFLOW_TRACKING_URI)
   Play      ${app:-not in this checkout (c4 serve-app is missing)}   no login
 
-  Ctrl-C stops all three.
+  Ctrl-C stops all three, or make down from another terminal.
 MSG
 wait -n "${pids[@]}"
 echo "a service exited; stopping the others (logs in $logs)" >&2

@@ -14,10 +14,11 @@ plain links out, to ``$C4_MLFLOW_UI_URL`` (default ``http://127.0.0.1:5000``, wh
 starts).
 
 The plugin also puts an "MLflow" entry in the navigation bar's **Browse** menu, a plain link out
-(``<a href target=_blank>``). An external view with no ``url_route`` and none of the menu categories
-(``browse``, ``admin``, ``docs`` or ``user``) becomes a top-level icon instead, and Airflow 3.3.2's
-UI renders that icon as ``<button href=...>``, which goes nowhere when clicked; a menu entry is
-rendered as a real link. A ``url_route`` would frame the page, which the MLflow UI refuses.
+(``<a href target=_blank>``) to MLflow's experiments in the model-training view. An external
+view with no ``url_route`` and none of the menu categories (``browse``, ``admin``, ``docs`` or
+``user``) becomes a top-level icon instead, and Airflow 3.3.2's UI renders that icon as
+``<button href=...>``, which goes nowhere when clicked; a menu entry is rendered as a real
+link. A ``url_route`` would frame the page, which the MLflow UI refuses.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ DAG_ID = "connect4_league"
 
 
 TRAINING_VIEW = "?workflowType=machine_learning"
-"""Opens an experiment's pages in MLflow 3.17's model-training view: the UI's workflow is a
-global toggle that starts on GenAI, and this query parameter is how a link chooses."""
+"""Opens MLflow 3.17's pages in its model-training view: the UI's workflow is a global toggle
+that starts on GenAI, and this query parameter is how a link chooses. Every link here carries it."""
+
+
+EXPERIMENTS = f"/#/experiments{TRAINING_VIEW}"
+"""Where the navigation bar's MLflow entry lands: the experiments, in the model-training view."""
 
 
 def mlflow_ui() -> str:
@@ -99,7 +104,7 @@ class ModelVersionLink(BaseOperatorLink):
         out = group_result(ti_key, "register_and_promote")
         if not out:
             return ""
-        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['version']}"
+        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['version']}{TRAINING_VIEW}"
 
 
 class ChampionLink(BaseOperatorLink):
@@ -111,11 +116,14 @@ class ChampionLink(BaseOperatorLink):
         out = group_result(ti_key, "register_and_promote")
         if not out:
             return ""
-        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['champion_version']}"
+        return f"{mlflow_ui()}/#/models/{out['model_name']}/versions/{out['champion_version']}{TRAINING_VIEW}"
 
 
 class Connect4LinksPlugin(AirflowPlugin):
     name = "connect4_links"
     global_operator_extra_links = [MLflowRunLink(), ModelVersionLink(), ChampionLink()]
     # category "browse": a link in the Browse menu (see the module docstring for why not top-level)
-    external_views = [{"name": "MLflow", "href": mlflow_ui(), "destination": "nav", "category": "browse"}]
+    # the experiments list in the model-training view: MLflow's own home page is the GenAI one
+    external_views = [
+        {"name": "MLflow", "href": mlflow_ui() + EXPERIMENTS, "destination": "nav", "category": "browse"}
+    ]

@@ -249,6 +249,7 @@ BAD = [
     ("moves NaN", b'{"moves": NaN}', "must be a string"),
     ("board NaN", b'{"moves": "44", "board": NaN}', "got NaN"),
     ("column 8", {"moves": "48"}, "bad move '8'"),
+    ("long and wrong", {"moves": "4" * 5000}, f"{'4' * 40!r}... (5,000 characters)"),
     ("column 0", {"moves": "40"}, "bad move '0'"),
     ("letters", {"moves": "4a"}, "bad move 'a'"),
     ("full column", {"moves": "1111111"}, "column 1 is full"),
@@ -284,6 +285,7 @@ def test_bad_input_is_a_400_that_says_what_is_wrong(client: TestClient, name: st
     assert set(out) == {"detail"} and isinstance(out["detail"], str)
     assert hint in out["detail"]
     assert "\n" not in out["detail"] and "Traceback" not in out["detail"]
+    assert len(out["detail"]) < 300  # a long body is never echoed back whole
 
 
 def test_the_parser_agrees_with_the_game_rules(rng, random_move_string) -> None:

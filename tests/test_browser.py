@@ -286,7 +286,7 @@ def test_a_whole_game_by_clicking(site: str, browser) -> None:
         lambda d: d.find_element(By.ID, "champ-name").text.startswith("connect4/1")
     )
     assert browser.find_element(By.ID, "champ-gen").text == "1"
-    assert browser.find_element(By.ID, "champ-elo").text == "312"
+    assert browser.find_element(By.ID, "champ-elo").text == "312.0"
     assert browser.find_element(By.ID, "champ-promoted").text not in ("", "–")
     assert wait_settled(browser) == "your-turn" and moves_of(browser) == ""
 
@@ -382,6 +382,37 @@ def test_undo_takes_back_your_move_and_the_answer_and_new_game_clears(site: str,
     check_board(browser, "")
 
 
+def test_a_full_column_says_so_by_click_and_by_key_and_plays_nothing(site: str, browser) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.get(site)
+    wait_settled(browser)
+    new_game(browser, "you")
+    wait_settled(browser)
+    # column 4 filled without a winner, your move: set on the page itself, as no champion can be
+    # made to fill a column
+    browser.execute_script("state.moves = '444444'; render(false);")
+    check_board(browser, "444444")
+    asked = "return performance.getEntriesByType('resource').filter(e => e.name.endsWith('/api/move')).length"
+    before = browser.execute_script(asked)
+    status = browser.find_element(By.ID, "status")
+    for act in (
+        lambda: browser.find_element(By.CSS_SELECTOR, '.col[data-col="3"]').click(),
+        lambda: ActionChains(browser).send_keys("4").perform(),
+    ):
+        browser.execute_script("state.full = null; render(false);")
+        assert status.get_attribute("data-full") == ""
+        act()
+        WebDriverWait(browser, 5).until(lambda d: status.get_attribute("data-full") == "4")
+        assert status.text == "Column 4 is full: choose another column."
+        assert moves_of(browser) == "444444" and state_of(browser) == "your-turn"
+    assert browser.execute_script(asked) == before, "a full column reached the champion"
+    # another column plays, and the message goes
+    browser.find_element(By.CSS_SELECTOR, '.col[data-col="0"]').click()
+    assert wait_settled(browser) == "your-turn" and moves_of(browser).startswith("4444441")
+    assert status.get_attribute("data-full") == "" and "Your move" in status.text
+
+
 def test_search_strength_answers_too(site: str, browser) -> None:
     from selenium.webdriver.support.ui import Select
 
@@ -398,7 +429,7 @@ def test_search_strength_answers_too(site: str, browser) -> None:
 
 
 def test_the_page_fits_a_phone(site: str, browser) -> None:
-    browser.set_window_size(390, 844)
+    browser.set_window_size(400, 800)
     try:
         browser.get(site)
         wait_settled(browser)
@@ -413,6 +444,12 @@ def test_the_page_fits_a_phone(site: str, browser) -> None:
         assert rect["left"] >= 0 and rect["right"] <= width and rect["width"] > 300
         for col in browser.find_elements(By.CSS_SELECTOR, ".col"):
             assert col.size["width"] >= 40  # big enough to tap
+        # the board and who is winning, without scrolling
+        browser.execute_script("window.scrollTo(0, 0)")
+        height = browser.execute_script("return window.innerHeight")
+        for part in (".gauge-wrap", "#board"):
+            (box,) = rects(browser, part)
+            assert box["bottom"] <= height, f"{part} ends at {box['bottom']:.0f} px, below {height}"
         time.sleep(0.5)
         screenshot(browser, "play-phone", docs=True)
     finally:
@@ -467,7 +504,7 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
     def text(id_: str) -> str:
         return browser.find_element(By.ID, id_).text
 
-    assert text("champ-league") == "browser" and text("champ-gen") == "1" and text("champ-elo") == "312"
+    assert text("champ-league") == "browser" and text("champ-gen") == "1" and text("champ-elo") == "312.0"
     assert text("champ-tactical") == "95.5%"  # win_vs_tactical 0.9550
     assert text("champ-suite") == "87.7% of 120"  # suite_keeps_result 0.8770 of suite_counted 120
     header = browser.find_element(By.TAG_NAME, "header")
@@ -491,7 +528,7 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
         browser.refresh()
         WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "champ-gen").text == "1")
         assert text("champ-tactical") == "not measured" and text("champ-suite") == "not measured"
-        assert text("champ-league") == "browser" and text("champ-elo") == "312"
+        assert text("champ-league") == "browser" and text("champ-elo") == "312.0"
     finally:
         for key, value in STRENGTH_TAGS.items():
             client.set_model_version_tag(version.name, version.version, key, value)

@@ -583,8 +583,8 @@ def test_dag_test_runs_the_smoke_league_and_skips_the_groups_past_its_length(lea
     assert all(league_run.tis[("generation_2.play_match", i)] == "success" for i in played[2])
     for g in range(3, 21):
         assert league_run.tis[(f"generation_{g}.register_and_promote", -1)] == "skipped"
-    # the group past the length decides, and skips itself and every later group
-    assert league_run.tis[("generation_3.pick_opponents", -1)] == "success"
+    # the group past the length skips itself and every later group: none of them shows green
+    assert league_run.tis[("generation_3.pick_opponents", -1)] == "skipped"
     assert league_run.tis[("generation_3.train_generation", -1)] == "skipped"
 
 
@@ -655,12 +655,12 @@ def test_the_links_plugin_points_at_the_run_the_version_and_the_champion(league_
     assert (
         links.ModelVersionLink()
         .get_link(None, ti_key=key)
-        .endswith(f"/#/models/connect4/versions/{v2.version}")
+        .endswith(f"/#/models/connect4/versions/{v2.version}?workflowType=machine_learning")
     )
     assert (
         links.ChampionLink()
         .get_link(None, ti_key=key)
-        .endswith(f"/#/models/connect4/versions/{champ.version}")
+        .endswith(f"/#/models/connect4/versions/{champ.version}?workflowType=machine_learning")
     )
     skipped = TaskInstanceKey(DAG_ID, "generation_5.fit_elo", league_run.run_id)
     other = TaskInstanceKey("another_dag", "generation_2.fit_elo", league_run.run_id)
@@ -747,7 +747,6 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
@@ -834,7 +833,7 @@ def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) ->
         assert len(states) == 101
         assert states[("generation_1.play_match", 0)] == "success"
         assert states[("generation_1.play_match", 1)] == "success"
-        assert states[("generation_2.pick_opponents", -1)] == "success"  # decides to stop
+        assert states[("generation_2.pick_opponents", -1)] == "skipped"  # decides to stop
         assert states[("generation_2.train_generation", -1)] == "skipped"
         status, links = api.call(
             "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.fit_elo/links"

@@ -292,6 +292,13 @@ def test_from_moves_rejects(moves, match):
         Position.from_moves(moves)
 
 
+def test_a_long_move_string_is_cut_short_in_its_error():
+    with pytest.raises(ValueError) as e:
+        Position.from_moves("12" * 2500)
+    won = "comes after the game was already won"
+    assert str(e.value) == f"move 8 of {'12' * 20!r}... (5,000 characters) {won}"
+
+
 @pytest.mark.parametrize("moves", [4453, None, ["4", "4"], b"44"])
 def test_from_moves_rejects_non_strings(moves):
     with pytest.raises(ValueError, match=r"moves must be a string"):

@@ -74,6 +74,8 @@ def test_bad_moves_and_boards_are_refused_by_name() -> None:
         game.parse_action("3")
     with pytest.raises(ValueError, match="move 2 .* h0,0 is already drawn"):
         game.state_from_moves("h0,0 h0,0")
+    with pytest.raises(ValueError, match=r"got '(h){40}'\.\.\. \(5,000 characters\)$"):
+        game.parse_action("h" * 5000)
     with pytest.raises(ValueError, match="more than an int64 holds"):
         Boxes(6, 6)
 

@@ -21,34 +21,43 @@ AIRFLOW_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Airflow's struc
 pytestmark = pytest.mark.slow
 
 
-def make_league(tmp_path: Path, *settings: str) -> subprocess.CompletedProcess[str]:
+def make_league(home: Path, *settings: str) -> subprocess.Popen[bytes]:
+    """`make league` with `settings`, its Airflow and MLflow under `home`, started; its terminal
+    output (stdout and stderr, interleaved) goes to ``home/terminal.txt``."""
     env = os.environ | {
-        "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+        "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'mlflow.db'}",
         "C4_SUITE": "",  # no suite scoring: the smoke nets learn nothing worth scoring
     }
     venv = Path(sys.executable).parents[1]
-    return subprocess.run(
-        [
-            "make",
-            "-s",
-            "-C",
-            str(REPO),
-            "league",
-            f"VENV={venv}",
-            f"AIRFLOW_HOME={tmp_path / 'airflow'}",
-            *settings,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    command = ["make", "-s", "-C", str(REPO), "league", f"VENV={venv}", f"AIRFLOW_HOME={home / 'airflow'}"]
+    with (home / "terminal.txt").open("wb") as out:
+        return subprocess.Popen([*command, *settings], env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def test_a_league_prints_progress_and_no_airflow_log_lines(tmp_path: Path) -> None:
-    proc = make_league(tmp_path, "PROFILE=smoke", "LEAGUE=mk")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+@pytest.fixture(scope="module")
+def leagues(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, Path]]:
+    """Both `make league` runs, started at once (each in its own AIRFLOW_HOME, each waiting mostly
+    on its own processes): a smoke league that succeeds, and a gpu one that fails at its first
+    task. Their exit codes, terminal output (stdout and stderr) and homes."""
+    homes = {name: tmp_path_factory.mktemp(name) for name in ("ok", "fails")}
+    # the gpu profile trains on CUDA, and this machine has none: pick_opponents fails at once
+    procs = {
+        "ok": make_league(homes["ok"], "PROFILE=smoke", "LEAGUE=mk"),
+        "fails": make_league(homes["fails"], "PROFILE=gpu", "LEAGUE=mkfail"),
+    }
+    out = {}
+    for name, proc in procs.items():
+        try:
+            proc.wait(timeout=900)
+        finally:
+            proc.kill()
+        out[name] = (proc.returncode, (homes[name] / "terminal.txt").read_text(), homes[name])
+    return out
+
+
+def test_a_league_prints_progress_and_no_airflow_log_lines(leagues: dict[str, tuple[int, str, Path]]) -> None:
+    returncode, out, home = leagues["ok"]
+    assert returncode == 0, out
     lines = out.splitlines()
     iterations = [ln for ln in lines if re.match(r"gen[12] iteration [12]/2: win vs random \d\.\d\d", ln)]
     assert len(iterations) == 4 and all("policy loss" in ln and "value loss" in ln for ln in iterations)
@@ -58,15 +67,13 @@ def test_a_league_prints_progress_and_no_airflow_log_lines(tmp_path: Path) -> No
     assert any(ln.startswith("champion: gen") for ln in lines)
     assert any(ln.startswith("registry: models:/connect4") for ln in lines)
     assert not [ln for ln in lines if AIRFLOW_LINE.match(ln) or "[DAG TEST]" in ln or "Warning" in ln]
-    log = tmp_path / "airflow" / "league.log"
+    log = home / "airflow" / "league.log"
     assert f"Airflow's log is {log}" in out and "[DAG TEST] starting task_id=generation_1" in log.read_text()
 
 
-def test_a_failed_league_shows_the_failed_task_log(tmp_path: Path) -> None:
-    # the gpu profile trains on CUDA, and this machine has none: pick_opponents fails at once
-    proc = make_league(tmp_path, "PROFILE=gpu", "LEAGUE=mkfail")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+def test_a_failed_league_shows_the_failed_task_log(leagues: dict[str, tuple[int, str, Path]]) -> None:
+    returncode, out, _ = leagues["fails"]
+    assert returncode != 0
     assert "the league failed" in out
     assert "[DAG TEST] starting task_id=generation_1.pick_opponents" in out  # the failed task's log
     assert "[DAG TEST] starting task_id=generation_2" not in out  # and only that

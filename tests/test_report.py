@@ -198,6 +198,17 @@ def test_the_page_shows_roles_and_exploitability(tmp_path: Path) -> None:
     assert data["roles"]["gen3-me"] == "main exploiter" and data["champion"] == files.report.champion
 
 
+def test_the_header_describes_every_kind_of_generation(tmp_path: Path) -> None:
+    cpu = profile("cpu")  # PPO generations, then AlphaZero-style ones
+    assert 1 < cpu.alphazero_from <= cpu.generations
+    files = build_report(dataclasses.replace(exploited(), config=cpu), tmp_path)
+    header = " ".join(files.html.read_text().split("<h1>", 1)[1].split("</p>", 1)[0].split())
+    assert f"net {cpu.net.blocks}x{cpu.net.channels}" in header
+    assert f"{cpu.alphazero_from - 1} PPO generation(s) x {cpu.ppo.iterations} iterations" in header
+    az = cpu.generations - cpu.alphazero_from + 1
+    assert f"then {az} AlphaZero generation(s) x {cpu.alphazero.iterations} iterations" in header
+
+
 @pytest.mark.parametrize(
     ("records", "roles_column"),
     [(RECORDS, False), ([*RECORDS, rec("gen2-le", "gen1", (3, 0, 2), (2, 0, 3))], True)],
@@ -501,7 +512,8 @@ def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path,
     for step in data["ladder"]:
         for member, elo in step["ratings"].items():
             history = client.get_metric_history(league_run.info.run_id, f"elo/{member}")
-            assert elo == pytest.approx(next(m.value for m in history if m.step == step["generation"]))
+            logged = next(m.value for m in history if m.step == step["generation"])
+            assert elo == pytest.approx(logged, abs=0.05)  # logged to one decimal
     # the training curves are the generation runs' metrics
     gen1 = files.report.data.metrics[1]
     assert len(gen1) == profile("smoke").ppo.iterations and "vs/tactical/win" in gen1[0]

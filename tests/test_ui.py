@@ -1,13 +1,15 @@
-"""The Airflow and MLflow UIs in a real headless Chromium, against real processes on 127.0.0.1.
+"""The Airflow and MLflow UIs in a real headless Chromium, against `make up` on 127.0.0.1.
 
-One ``airflow standalone`` (its own ``AIRFLOW_HOME`` in a temporary folder, SQLite, no examples,
-this repo's ``dags/`` and ``plugins/``) and one ``mlflow ui`` on an embedded SQLite store, which
-the DAG's tasks write to (``MLFLOW_TRACKING_URI``) and the links plugin points at
-(``C4_MLFLOW_UI_URL``), as ``make up`` runs them. The browser logs in with the generated admin
-password, triggers a two-generation smoke league from the trigger form and follows the links from
-Airflow to MLflow: the "MLflow" entry of the navigation bar, and the extra links of a task
-(on the task instance's Details tab). The MLflow checks read the rendered pages (the registered
-model's versions, their tags and aliases, the version and run pages) and compare them with what
+The stack is `make up` itself (``docker/up.sh``): Airflow's api-server, scheduler and
+dag-processor (their own ``AIRFLOW_HOME`` in a temporary folder, SQLite, no examples, this repo's
+``dags/`` and ``plugins/``), the MLflow UI on an embedded SQLite store, which the DAG's tasks
+write to (``MLFLOW_TRACKING_URI``) and the links plugin points at (``C4_MLFLOW_UI_URL``), and the
+play page; at the end `make down` (``up.sh down``) stops it and must leave nothing running. The
+browser logs in with the generated admin password, triggers a two-generation smoke league from
+the trigger form and follows the links from Airflow to MLflow: the "MLflow" entry of the
+navigation bar, and the extra links of a task (on the task instance's Details tab). The MLflow
+checks read the rendered pages (the registered model's description, its versions, their tags and
+aliases, the version and run pages, each in the model-training view) and compare them with what
 the MLflow client reads from the store.
 
 Everything waits with a deadline. Screenshots go to ``test-artifacts/`` (gitignored); with
@@ -18,6 +20,7 @@ test_browser.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import free_port, headless_chromium, require_chromium, wait_for_http
+from servers import free_port, headless_chromium, require_chromium
 
 from c4core.steps import SPEC_KEYS
 
@@ -65,17 +68,20 @@ pytestmark = pytest.mark.slow
 # ---- the servers ---------------------------------------------------------------------------------
 @dataclass
 class Stack:
-    """A running Airflow standalone and MLflow UI, and a REST session on Airflow."""
+    """`make up`'s services (docker/up.sh) running, and a REST session on Airflow."""
 
     airflow: str
     mlflow: str
+    app: str
     tracking_uri: str
     password: str
     token: str
     suite: str
     """The suite file the league scores its snapshots on, or "" for none."""
     proc: subprocess.Popen
-    log: Path
+    """docker/up.sh itself, in the foreground: it exits once any of its services does."""
+    home: Path
+    """AIRFLOW_HOME: the services' logs are in ``up-logs/``, their process ids in ``up.pids``."""
 
     def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         import requests
@@ -87,13 +93,18 @@ class Stack:
         except ValueError:
             return resp.status_code, resp.text
 
+    def logs(self) -> str:
+        """The end of each service's log, and of up.sh's own output."""
+        files = [self.home.parent / "up.out", *sorted((self.home / "up-logs").glob("*.log"))]
+        return "\n".join(f"== {f.name}\n{f.read_text()[-2000:]}" for f in files if f.is_file())
+
     def wait(self, what: str, check: Callable[[], Any], timeout: float) -> Any:
-        """Poll `check` every 2 s until it returns something truthy; fail with Airflow's log tail
-        if Airflow exits or `timeout` seconds pass."""
+        """Poll `check` every 2 s until it returns something truthy; fail with the services' logs
+        if the stack exits or `timeout` seconds pass."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"airflow standalone exited waiting for {what}:\n{self.log.read_text()[-4000:]}")
+                pytest.fail(f"docker/up.sh exited waiting for {what}:\n{self.logs()}")
             try:
                 result = check()
             except (OSError, ValueError, KeyError):
@@ -101,7 +112,7 @@ class Stack:
             if result:
                 return result
             time.sleep(2)
-        pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.log.read_text()[-4000:]}")
+        pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.logs()}")
 
     def runs(self) -> list[dict[str, Any]]:
         return self.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")[1]["dag_runs"]
@@ -120,78 +131,53 @@ def suite_file(tmp: Path) -> str:
     return str(out)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """TERM the process group of `proc`, KILL what is left after 30 s."""
-    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def answers(url: str) -> bool:
+    import requests
+
+    try:
+        return requests.get(url, timeout=5).ok
+    except requests.RequestException:
+        return False
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """`make up` (docker/up.sh) on free ports, a fresh AIRFLOW_HOME and a fresh embedded MLflow
+    store, stopped at the end by `make down` (``up.sh down``), which must leave nothing running."""
     tmp = tmp_path_factory.mktemp("ui")
     home = tmp / "airflow"
-    home.mkdir()
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
-    port, mlflow_port = free_port(), free_port()
-    mlflow_url = f"http://127.0.0.1:{mlflow_port}"
+    ports = {"AIRFLOW_PORT": free_port(), "MLFLOW_PORT": free_port(), "APP_PORT": free_port()}
     suite = suite_file(tmp)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "MLFLOW_", "C4_"))}
-    base |= {
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "MLFLOW_CONFIGURE_LOGGING": "false",
-        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
-        "OMP_NUM_THREADS": "1",
-    }
-    airflow_env = base | {
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "MLFLOW_", "C4_"))}
+    env |= {k: str(v) for k, v in ports.items()} | {
+        "VENV": str(BIN.parent),
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "MLFLOW_TRACKING_URI": uri,
         "AIRFLOW__CORE__PARALLELISM": "2",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "MLFLOW_TRACKING_URI": uri,
-        "C4_MLFLOW_UI_URL": mlflow_url,
         "C4_SUITE": suite,
         "C4_TORCH_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
     }
-    mlflow_log, log = tmp / "mlflow.log", tmp / "standalone.log"
-    with mlflow_log.open("w") as out:
-        mlflow = subprocess.Popen(
-            [str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1"]
-            + ["--port", str(mlflow_port), "--workers", "1"],
-            env=base,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-            start_new_session=True,  # its own process group: the teardown ends all of it
-        )
-    with log.open("w") as out:
+    up = [shutil.which("bash") or "bash", str(REPO / "docker" / "up.sh")]
+    with (tmp / "up.out").open("w") as out:
         proc = subprocess.Popen(
-            [str(BIN / "airflow"), "standalone"],
-            env=airflow_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-            start_new_session=True,
+            up, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True
         )
+    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
+    stack = Stack(urls["AIRFLOW_PORT"], urls["MLFLOW_PORT"], urls["APP_PORT"], uri, "", "", suite, proc, home)
+    pidfile = home / "up.pids"
     try:
-        wait_for_http(f"{mlflow_url}/health", mlflow, mlflow_log, "mlflow ui", 120)
-        stack = Stack(f"http://127.0.0.1:{port}", mlflow_url, uri, "", "", suite, proc, log)
         passwords = home / "simple_auth_manager_passwords.json.generated"
 
         def login() -> bool:
@@ -207,11 +193,25 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             return bool(stack.token)
 
         stack.wait("the API server and a login", login, 240)
+        for name, url in (("the MLflow UI", f"{stack.mlflow}/health"), ("the play page", stack.app + "/")):
+            stack.wait(name, lambda url=url: answers(url), 120)
         stack.wait("the DAG to be parsed", lambda: stack.api("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200, 180)
+        # up.sh recorded itself and its five services; a second one is refused, naming the file
+        ids = [int(line) for line in pidfile.read_text().split()]
+        assert ids[0] == proc.pid and len(ids) == 6 and all(alive(i) for i in ids), ids
+        again = subprocess.run(up, env=env, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1 and f"process ids in {pidfile}" in again.stderr, again
         yield stack
     finally:
-        stop(proc)
-        stop(mlflow)
+        ids = [int(line) for line in pidfile.read_text().split()] if pidfile.is_file() else []
+        down = subprocess.run([*up, "down"], env=env, capture_output=True, text=True, timeout=120)
+        proc.wait(60)
+        left = [i for i in ids if alive(i)]
+        for pid in left[1:]:  # whatever `down` missed, so that no test run leaves it behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    assert down.returncode == 0 and "stopped the stack" in down.stdout, down
+    assert not left and not pidfile.exists(), (left, stack.logs())
 
 
 # ---- the browser ---------------------------------------------------------------------------------
@@ -255,6 +255,15 @@ def screenshot(driver: webdriver.Chrome, name: str, size: tuple[int, int] | None
     if size:
         driver.set_window_size(before["width"], before["height"])
     return path
+
+
+def mlflow_view(driver: webdriver.Chrome) -> str | None:
+    """Which of MLflow's two views the page shows, by its navigation: ``training`` (it offers
+    the model registry) or ``genai`` (prompts instead); None before the navigation renders."""
+    links = driver.execute_script("return [...document.querySelectorAll('a')].map(a => a.textContent.trim())")
+    if "Model registry" in links and "Prompts" not in links:
+        return "training"
+    return "genai" if "Prompts" in links else None
 
 
 def text_of(element: WebElement) -> str:
@@ -310,7 +319,7 @@ def test_the_mlflow_entry_in_the_navigation_bar_links_to_the_mlflow_ui(
         return found[0] if found else None
 
     link = until(browser, entry, "MLflow in the Browse menu", 10)
-    assert link.get_attribute("href").rstrip("/") == stack.mlflow
+    assert link.get_attribute("href") == f"{stack.mlflow}/#/experiments{VIEW}"
     assert link.get_attribute("target") == "_blank"
     home = browser.current_window_handle
     before = set(browser.window_handles)
@@ -322,6 +331,7 @@ def test_the_mlflow_entry_in_the_navigation_bar_links_to_the_mlflow_ui(
         until(
             browser, lambda d: d.current_url.startswith(stack.mlflow) and "MLflow" in d.title, "the MLflow UI"
         )
+        assert until(browser, mlflow_view, "MLflow's navigation") == "training"
     finally:
         browser.close()
         browser.switch_to.window(home)
@@ -351,7 +361,9 @@ def test_the_trigger_form_shows_every_field_and_refuses_a_bad_league_name(
     until(browser, lambda d: generations.get_attribute("value") == "1", "generations clamped to 1", 5)
     type_into(generations, "")
 
-    # a league name with a space: refused with the param's name and the value, and nothing runs
+    # a league name with a space: refused with the param's name and the value, and nothing runs.
+    # The DAG starts unpaused (it runs only when triggered), so a refusal changes nothing there
+    assert stack.api("GET", f"/api/v2/dags/{DAG_ID}")[1]["is_paused"] is False
     runs = len(stack.runs())
     type_into(dialog.find_element(By.NAME, "element_league"), "bad name")
     dialog.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-submit]").click()
@@ -360,6 +372,7 @@ def test_the_trigger_form_shows_every_field_and_refuses_a_bad_league_name(
     assert "Invalid input for param league" in error and "'bad name'" in error, error
     assert browser.find_elements(By.CSS_SELECTOR, ".chakra-dialog__content")  # the form stays open
     assert len(stack.runs()) == runs
+    assert stack.api("GET", f"/api/v2/dags/{DAG_ID}")[1]["is_paused"] is False
 
 
 @pytest.fixture(scope="module")
@@ -415,7 +428,7 @@ def test_a_smoke_league_triggered_from_the_form_succeeds(
             break
     for g in (1, 2):
         assert states[(f"generation_{g}.register_and_promote", -1)] == "success"
-    assert states[("generation_3.pick_opponents", -1)] == "success"  # decides to stop
+    assert states[("generation_3.pick_opponents", -1)] == "skipped"  # decides to stop, shows skipped
     assert states[("generation_3.train_generation", -1)] == "skipped"
     assert sorted(league_versions(stack)) == [1, 2]
 
@@ -437,6 +450,16 @@ def test_a_smoke_league_triggered_from_the_form_succeeds(
     )
     time.sleep(1)  # the grid's cells render after the rows
     screenshot(browser, "airflow-grid")
+
+    # the groups past the league's length render as skipped, like the groups after them, and
+    # none of them as the finished ones do (a state's badge: its colour class and its icon)
+    def badge(task_id: str) -> str:
+        cell = browser.find_element(By.CSS_SELECTOR, f"a[id$='-{task_id}'] [data-testid=task-state-badge]")
+        return cell.get_attribute("outerHTML")
+
+    assert badge("generation_3") == badge("generation_4") == badge("generation_20") != badge("generation_2")
+    assert badge("generation_3.pick_opponents") == badge("generation_3.train_generation")
+    assert badge("generation_3.pick_opponents") != badge("generation_2.pick_opponents")
 
 
 def extra_links(browser: webdriver.Chrome, stack: Stack, run_id: str, task_id: str) -> dict[str, str]:
@@ -481,14 +504,14 @@ def test_the_extra_links_of_a_task_open_its_run_and_versions_in_mlflow(
     first = extra_links(browser, stack, league, "generation_1.fit_elo")
     assert first == {
         "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[1].info.run_id}{VIEW}",
-        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
-        "Champion": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}",
+        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}{VIEW}",
+        "Champion": f"{ui}/#/models/{MODEL}/versions/{versions[1].version}{VIEW}",
     }
     second = extra_links(browser, stack, league, "generation_2.register_and_promote")
     assert second == {
         "MLflow run": f"{ui}/#/experiments/{exp.experiment_id}/runs/{generation_runs[2].info.run_id}{VIEW}",
-        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[2].version}",
-        "Champion": f"{ui}/#/models/{MODEL}/versions/{champion.version}",
+        "Model version": f"{ui}/#/models/{MODEL}/versions/{versions[2].version}{VIEW}",
+        "Champion": f"{ui}/#/models/{MODEL}/versions/{champion.version}{VIEW}",
     }
 
     # and they open those pages
@@ -498,8 +521,9 @@ def test_the_extra_links_of_a_task_open_its_run_and_versions_in_mlflow(
         browser, lambda d: run.info.run_id in text_of(d.find_element(By.TAG_NAME, "body")), "the run page", 60
     )
     assert run.info.run_name in text_of(browser.find_element(By.TAG_NAME, "body"))
+    assert until(browser, mlflow_view, "MLflow's navigation") == "training"
     for name in ("Model version", "Champion"):
-        version = second[name].rsplit("/", 1)[1]
+        version = second[name].split("/versions/")[1].removesuffix(VIEW)
         browser.get(second[name])
         until(
             browser,
@@ -510,6 +534,7 @@ def test_the_extra_links_of_a_task_open_its_run_and_versions_in_mlflow(
             f"the page of version {version}",
             60,
         )
+        assert until(browser, mlflow_view, "MLflow's navigation") == "training", name
 
 
 def test_the_registered_model_lists_the_versions_with_elo_suite_tags_and_the_champion(
@@ -538,6 +563,11 @@ def test_the_registered_model_lists_the_versions_with_elo_suite_tags_and_the_cha
         return found
 
     shown = until(browser, rows, "the versions table", 60)
+    # the model's description leads with the registry-wide champion, rendered from its markdown
+    lead = f"Champion: version {champion.version}, snapshot {champion.tags['member']} of league {LEAGUE}"
+    page = text_of(browser.find_element(By.TAG_NAME, "body"))
+    assert lead in page and "**Champion" not in page, page[:2000]
+    assert mlflow_view(browser) == "training"
     for v in versions.values():
         row = shown[v.version]
         tags = text_of(row["Tags"])

@@ -17,6 +17,7 @@ const state = {
   answer: null,       // the latest /api/move answer
   lastDrop: 0,        // when the last stone started to fall (ms)
   controller: null,   // aborts an answer that is no longer wanted
+  full: null,         // a full column the human just tried (0-based), said in the status line
 };
 
 // ---- rules (mirrors c4core.game; the server validates everything again) --------------------------
@@ -134,7 +135,11 @@ function render(animateLast) {
   }
   const yourTurn = !state.over && !state.thinking && !state.error && toMove(state.moves) === state.human;
   for (const col of board.querySelectorAll(".col")) {
-    col.disabled = !yourTurn || !canPlay(state.moves, Number(col.dataset.col));
+    // a full column stays clickable, so that a click on it is answered (renderStatus), not lost
+    const full = !canPlay(state.moves, Number(col.dataset.col));
+    col.disabled = !yourTurn;
+    col.classList.toggle("full", full);
+    col.setAttribute("aria-disabled", String(!yourTurn || full));
   }
   board.dataset.moves = state.moves;
   board.dataset.human = String(state.human);
@@ -167,9 +172,12 @@ function renderStatus(yourTurn) {
     s.textContent = `Game over: ${RESULT_WORDS[resultOf(state.over)]}.`;
   } else if (state.thinking) {
     s.innerHTML = `${dot(champ)}The champion (${colour(champ)}) is thinking…`;
+  } else if (yourTurn && state.full != null) {
+    s.innerHTML = `${dot(you)}Column ${state.full + 1} is full: choose another column.`;
   } else if (yourTurn) {
     s.innerHTML = `${dot(you)}Your move: you are ${colour(you)}. Click a column or press 1-7.`;
   }
+  s.dataset.full = state.full != null ? String(state.full + 1) : "";
 }
 
 function renderAnswer() {
@@ -243,7 +251,7 @@ function renderChampion(info) {
   $("champ-name").textContent = info ? info.name + (info.member ? ` (${info.member})` : "") : "none yet";
   field("champ-league", info, info && info.league, "not recorded");
   $("champ-gen").textContent = info && info.generation != null ? String(info.generation) : "–";
-  field("champ-elo", info, info && info.elo != null ? String(Math.round(info.elo)) : null);
+  field("champ-elo", info, info && info.elo != null ? info.elo.toFixed(1) : null);
   field("champ-tactical", info, info && info.win_vs_tactical != null ? percent(info.win_vs_tactical) : null);
   const suite = field("champ-suite", info, info && info.suite_keeps_result != null ? percent(info.suite_keeps_result) : null);
   if (info && info.suite_keeps_result != null && info.suite_counted != null) {
@@ -271,6 +279,7 @@ function humanMoves() {
 }
 
 function play(col) {
+  state.full = null;
   state.moves += String(col + 1);
   state.lastDrop = performance.now();
   state.over = outcome(state.moves);
@@ -279,7 +288,12 @@ function play(col) {
 
 function humanMove(col) {
   if (state.over || state.thinking || state.error || toMove(state.moves) !== state.human) return;
-  if (col < 0 || col >= COLS || !canPlay(state.moves, col)) return;
+  if (col < 0 || col >= COLS) return;
+  if (!canPlay(state.moves, col)) {  // said, not silently ignored
+    state.full = col;
+    render(false);
+    return;
+  }
   play(col);
   if (!state.over) askChampion();
 }
@@ -346,6 +360,7 @@ function newGame() {
   state.moves = "";
   state.over = null;
   state.answer = null;
+  state.full = null;
   $("gauge-you").textContent = `You (${state.human === 1 ? "red" : "yellow"})`;
   $("gauge-champ").textContent = `Champion (${state.human === 1 ? "yellow" : "red"})`;
   document.documentElement.style.setProperty("--you", state.human === 1 ? "var(--p1)" : "var(--p2)");
@@ -363,6 +378,7 @@ function undo() {
   state.moves = state.moves.slice(0, mine[mine.length - 1]);
   state.over = null;
   state.answer = null;
+  state.full = null;
   render(false);
 }
 

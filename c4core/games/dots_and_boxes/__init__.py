@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from c4core.game import quoted
 from c4core.games.base import Symmetry
 from c4core.games.dots_and_boxes.rules import NUM_PLANES, Boxes, DotsState
 
@@ -115,7 +116,7 @@ class DotsAndBoxes:
         for i, text in enumerate(moves.split()):
             action = self.parse_action(text)
             if state.lines >> action & 1:
-                raise ValueError(f"move {i + 1} of {moves!r} is illegal: {text} is already drawn")
+                raise ValueError(f"move {i + 1} of {quoted(moves)} is illegal: {text} is already drawn")
             state = state.apply(action)
         return state
 

@@ -28,6 +28,8 @@ from functools import cached_property
 
 import numpy as np
 
+from c4core.game import quoted
+
 NUM_PLANES = 5
 """Observation planes: drawn lines, the mover's boxes, the opponent's boxes, boxes with three
 sides drawn (a box the mover can take now), and a constant plane that marks the board's extent."""
@@ -130,13 +132,13 @@ class Boxes:
             raise ValueError(f"{expected}, got {type(text).__name__}")
         m = _MOVE.match(text)
         if not m:
-            raise ValueError(f"{expected}, got {text!r}")
+            raise ValueError(f"{expected}, got {quoted(text)}")
         kind, r, c = m.group(1).lower(), int(m.group(2)), int(m.group(3))
         if kind == "h" and r <= self.rows and c < self.cols:
             return self.h(r, c)
         if kind == "v" and r < self.rows and c <= self.cols:
             return self.v(r, c)
-        raise ValueError(f"{text.strip()!r} is off the {self.rows}x{self.cols} board: {expected}")
+        raise ValueError(f"{quoted(text.strip())} is off the {self.rows}x{self.cols} board: {expected}")
 
 
 def popcount(x: int) -> int:
