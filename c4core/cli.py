@@ -28,6 +28,7 @@ from c4core.entry import (
     registry_line,
     tracking_uri,
 )
+from c4core.figures import elo
 from c4core.lease import DEFAULT_TTL, process_owner
 
 if TYPE_CHECKING:
@@ -485,7 +486,7 @@ def cmd_league(args: argparse.Namespace) -> int:
             bar.refresh()
             champ = r.fit.ratings[r.champion]
             tqdm.write(
-                f"generation {r.generation}: champion {r.champion} ({champ:.1f} Elo), {r.seconds:.0f}s",
+                f"generation {r.generation}: champion {r.champion} ({elo(champ)} Elo), {r.seconds:.0f}s",
                 file=sys.stderr,
             )
 
@@ -532,7 +533,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     files = build_report(source, out, seed=args.seed)
     rep = files.report
     lo, hi = rep.fit.ci95[rep.champion]
-    print(f"champion {rep.champion}: {rep.fit.ratings[rep.champion]:.1f} Elo (95% CI {lo:.1f}..{hi:.1f})")
+    print(f"champion {rep.champion}: {elo(rep.fit.ratings[rep.champion])} Elo (95% CI {elo(lo)}..{elo(hi)})")
     for path in files.paths():
         print(path)
     return 0

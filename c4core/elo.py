@@ -68,6 +68,8 @@ import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from scipy.special import expit
 
+from c4core.figures import elo
+
 __all__ = ["ELO_SCALE", "EloFit", "expected_score", "fit_elo", "format_ladder"]
 
 ELO_SCALE = 400.0
@@ -527,7 +529,7 @@ def format_ladder(fit: EloFit) -> str:
     """Render ``fit`` as an aligned text table: rank, player, Elo, 95% CI, games."""
     header = ("rank", "player", "Elo", "95% CI", "games")
     rows = [
-        (str(rank), name, f"{r:.1f}", f"[{lo:.1f}, {hi:.1f}]", str(fit.games.get(name, 0)))
+        (str(rank), name, elo(r), f"[{elo(lo)}, {elo(hi)}]", str(fit.games.get(name, 0)))
         for rank, (name, r, lo, hi) in enumerate(fit.ladder(), start=1)
     ]
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]

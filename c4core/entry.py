@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from c4core.figures import elo, percent
+
 if TYPE_CHECKING:
     from c4core.elo import EloFit
     from c4core.match import MatchResult
@@ -98,7 +100,7 @@ def versus_line(results: Iterable[MatchResult], member: str, opponent: str = "ta
     if wdl is None or not wdl.games:
         return None
     return (
-        f"champion vs {opponent}: {wdl.win}/{wdl.games} wins ({wdl.win / wdl.games:.1%}), "
+        f"champion vs {opponent}: {wdl.win}/{wdl.games} wins ({percent(wdl.win / wdl.games)}), "
         f"{wdl.draw} draws, {wdl.loss} losses"
     )
 
@@ -167,6 +169,6 @@ def closing_summary(
     when given."""
     from c4core.elo import format_ladder
 
-    lines = [format_ladder(fit), f"champion: {member} ({fit.ratings[member]:.1f} Elo)"]
+    lines = [format_ladder(fit), f"champion: {member} ({elo(fit.ratings[member])} Elo)"]
     lines += [line for line in (versus_line(results, member, baseline), where) if line is not None]
     return "\n".join(lines)

@@ -40,20 +40,10 @@ from functools import cached_property
 
 import numpy as np
 
+from c4core.figures import quoted
+
 #: Number of input planes the network sees (see `Position.planes`).
 NUM_PLANES = 6
-
-
-QUOTED_MAX = 40
-"""The most characters of a user's text that an error message repeats."""
-
-
-def quoted(text: str) -> str:
-    """`text` quoted for an error message, cut short when long: a 5,000-character move string
-    comes back as its first `QUOTED_MAX` characters and its length."""
-    if len(text) <= QUOTED_MAX:
-        return repr(text)
-    return f"{text[:QUOTED_MAX]!r}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)

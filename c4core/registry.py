@@ -82,6 +82,7 @@ from c4core.config import (
     snapshot_name,
 )
 from c4core.elo import EloFit
+from c4core.figures import elo, percent
 from c4core.games import ConnectFour
 from c4core.league import GenerationReport, champion_after, exploitability, iterations_to_beat, run_generation
 from c4core.lease import DEFAULT_TTL, FencedClient, Lease, process_owner
@@ -604,9 +605,9 @@ def model_card(
     ]
     if fit is not None and member in fit.ratings:
         lo, hi = fit.ci95[member]
-        lines.append(f"- Elo: {fit.ratings[member]:.1f} (95% CI {lo:.1f}..{hi:.1f}; random = 0).")
+        lines.append(f"- Elo: {elo(fit.ratings[member])} (95% CI {elo(lo)}..{elo(hi)}; random = 0).")
     if win_vs_tactical is not None:
-        lines.append(f"- Wins vs the tactical bot: {win_vs_tactical:.1%} of {c.match_games} games.")
+        lines.append(f"- Wins vs the tactical bot: {percent(win_vs_tactical)} of {c.match_games} games.")
     n = c.board.num_actions
     lines += [
         "",
@@ -636,11 +637,12 @@ def champion_line(champion: ModelVersion | None) -> str:
     if champion is None:
         return "**No champion yet**: the first league to finish a generation takes the title."
     t = champion.tags
-    elo = f", Elo {t['elo']}" if t.get("elo") else ""  # as its league last rated it
+    rating = f", Elo {t['elo']}" if t.get("elo") else ""  # as its league last rated it
     page = f"#/models/{champion.name}/versions/{champion.version}?workflowType=machine_learning"
     return (
         f"**Champion: version {champion.version}**, snapshot `{t.get('member', '?')}` of league "
-        f"`{t.get('league', '?')}`{elo} ([its page]({page})). Serve it as `models:/{champion.name}@champion`."
+        f"`{t.get('league', '?')}`{rating} ([its page]({page})). "
+        f"Serve it as `models:/{champion.name}@champion`."
     )
 
 
@@ -716,7 +718,7 @@ def register_snapshot(
 
 def _elo_tags(fit: EloFit, member: str) -> dict[str, str]:
     lo, hi = fit.ci95[member]
-    return {"elo": f"{fit.ratings[member]:.1f}", "elo_ci95": f"[{lo:.1f}, {hi:.1f}]"}
+    return {"elo": elo(fit.ratings[member]), "elo_ci95": f"[{elo(lo)}, {elo(hi)}]"}
 
 
 def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
@@ -737,7 +739,7 @@ def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
     history = store.client.get_metric_history(store.league_run_id, "elo/" + snapshot_name(generation))
     if not any(m.step == generation for m in history):
         now = int(time.time() * 1000)
-        # one decimal, as everywhere an Elo is shown (`_elo_tags`, the ladder, the model card)
+        # one decimal, as everywhere an Elo is shown (`c4core.figures.elo`)
         ladder = sorted(fit.ratings.items())
         metrics = [Metric(f"elo/{m}", round(float(r), 1), now, generation) for m, r in ladder]
         store.client.log_batch(store.league_run_id, metrics=metrics)

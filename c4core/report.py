@@ -62,6 +62,7 @@ from c4core.config import (
     snapshot_name,
 )
 from c4core.elo import EloFit
+from c4core.figures import elo, percent
 from c4core.game import STANDARD, Geometry, Position, has_won
 from c4core.games import ConnectFour
 from c4core.league import (
@@ -777,12 +778,12 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
     last = max(rep.history, default=0)
     tiles = [
         ("champion", champ, None),
-        ("champion Elo", f"{fit.ratings[champ]:.1f}", f"95% CI [{lo:.1f}, {hi:.1f}]"),
+        ("champion Elo", elo(fit.ratings[champ]), f"95% CI [{elo(lo)}, {elo(hi)}]"),
     ]
     vs_tac = rep.vs_tactical
     if vs_tac is not None:
         wdl = f"W {vs_tac.win} / D {vs_tac.draw} / L {vs_tac.loss}"
-        tiles.append(("score vs tactical", f"{vs_tac.score:.3f}", wdl))
+        tiles.append(("score vs tactical", percent(vs_tac.score), wdl))  # a draw counts half
     tiles.append(
         ("generations", f"{last} of {config.generations}", f"{config.match_games} games per pairing")
     )

@@ -33,6 +33,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from c4core.figures import percent
 from c4core.game import STANDARD, Geometry, Position
 from c4core.games import ConnectFour, Game
 
@@ -244,7 +245,7 @@ class SuiteReport:
 
 
 def _pct(rate: float) -> str:
-    return "-" if math.isnan(rate) else f"{rate:.1%}"
+    return "-" if math.isnan(rate) else percent(rate)
 
 
 def evaluate_suite(

@@ -28,6 +28,7 @@ from test_app import ServerThread, blank_store, publish
 
 from c4core.app import ChampionSource, create_app
 from c4core.bots import TacticalBot
+from c4core.figures import percent
 from c4core.game import Position
 from c4core.registry import Tracking
 
@@ -509,6 +510,9 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
     assert text("champ-suite") == "87.7% of 120"  # suite_keeps_result 0.8770 of suite_counted 120
     header = browser.find_element(By.TAG_NAME, "header")
     assert header.is_displayed() and all(x in header.text for x in ("browser", "312", "95.5%", "87.7%"))
+    # the page words a rate as the model card and the CLI do (c4core.figures.percent), ties included
+    rates = [n / 10000 for n in range(0, 10001, 5)]
+    assert browser.execute_script("return arguments[0].map(percent)", rates) == [percent(r) for r in rates]
 
     client = tracking.client()
 

@@ -18,6 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "c4core"
 
 LAYERS: list[set[str]] = [
+    {"figures"},  # how figures and a user's text are worded: one rule each
     {"game"},  # the rules, the bitboard layout, positions
     {"kernels"},  # compiled game loops
     {"batch"},  # the tensor engine

@@ -26,9 +26,10 @@ from PIL import Image
 from c4core import cli
 from c4core.config import profile
 from c4core.elo import fit_elo
+from c4core.figures import percent
 from c4core.game import Position
 from c4core.league import LocalStore, champion, champion_after, exploitability, fit_ratings, run_league
-from c4core.match import WDL, MatchResult
+from c4core.match import WDL, MatchResult, head_to_head
 from c4core.net import Checkpoint, PolicyValueNet
 from c4core.report import (
     LeagueData,
@@ -382,6 +383,11 @@ def test_the_numbers_on_the_page_are_the_fit_and_the_records(local: tuple[LocalS
             if found[0].a != row[0]:
                 t = WDL(t.loss, t.draw, t.win)
             assert float(cell) == pytest.approx(t.score, abs=5e-4)
+
+    # the champion's score against tactical, as a percent like every rate the project shows
+    vs_tactical = head_to_head(results, champ, "tactical")
+    assert vs_tactical is not None
+    assert f'id="tile-score-vs-tactical">{percent(vs_tactical.score)}</b>' in files.html.read_text()
 
     data = json.loads(files.data.read_text())
     assert data["champion"] == champ and data["ratings"] == pytest.approx(fit.ratings)

@@ -237,7 +237,12 @@ function renderBanner() {
   banner.hidden = false;
 }
 
-const percent = (x) => `${(x * 100).toFixed(1)}%`;
+// a rate as a percent to one decimal, from its four-decimal value (the version tag's), halves up:
+// the rule of c4core.figures.percent, so the page, the model card and the CLI read alike
+function percent(x) {
+  const basisPoints = Math.round(x * 10000);
+  return `${(Math.floor((basisPoints + 5) / 10) / 10).toFixed(1)}%`;
+}
 
 // a field of the champion's card: its text, or, with a champion but no number, plainly so
 function field(id, info, text, missing = "not measured") {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from c4core.game import quoted
+from c4core.figures import quoted
 from c4core.games.base import Symmetry
 from c4core.games.dots_and_boxes.rules import NUM_PLANES, Boxes, DotsState
 

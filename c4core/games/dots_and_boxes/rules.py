@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from c4core.game import quoted
+from c4core.figures import quoted
 
 NUM_PLANES = 5
 """Observation planes: drawn lines, the mover's boxes, the opponent's boxes, boxes with three
