@@ -80,18 +80,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def answers(url: str, timeout: float = 2) -> bool:
+    """Whether `url` answers 2xx now (a refused or timed-out connection is a no)."""
+    import requests
+
+    try:
+        return requests.get(url, timeout=timeout).ok
+    except requests.RequestException:
+        return False
+
+
 def wait_for_http(url: str, proc: subprocess.Popen, log: Path, what: str, timeout: float) -> None:
     """Poll `url` until it answers 2xx; fail with the tail of `log` if `proc` exits first or
     `timeout` seconds pass."""
-    import requests
-
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            if requests.get(url, timeout=2).ok:
-                return
-        except requests.ConnectionError:
-            pass
+        if answers(url):
+            return
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not start:\n{log.read_text()[-3000:]}")
         time.sleep(0.3)

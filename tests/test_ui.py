@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import free_port, headless_chromium, require_chromium
+from servers import answers, free_port, headless_chromium, require_chromium
 
 from c4core.steps import SPEC_KEYS
 
@@ -131,15 +131,6 @@ def suite_file(tmp: Path) -> str:
     return str(out)
 
 
-def answers(url: str) -> bool:
-    import requests
-
-    try:
-        return requests.get(url, timeout=5).ok
-    except requests.RequestException:
-        return False
-
-
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -194,7 +185,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
         stack.wait("the API server and a login", login, 240)
         for name, url in (("the MLflow UI", f"{stack.mlflow}/health"), ("the play page", stack.app + "/")):
-            stack.wait(name, lambda url=url: answers(url), 120)
+            stack.wait(name, lambda url=url: answers(url, timeout=5), 120)
         stack.wait("the DAG to be parsed", lambda: stack.api("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200, 180)
         # up.sh recorded itself and its five services; a second one is refused, naming the file
         ids = [int(line) for line in pidfile.read_text().split()]
