@@ -74,8 +74,11 @@ written (the DAG's trainer pod passes it as ``--xcom``; a test checks it against
 
 def suite_path(game: Game = ConnectFour()) -> str | None:
     """The suite every registered snapshot is scored on: $C4_SUITE (set but empty: none), else
-    ``../shared/suite/dev.jsonl`` next to the repo when it exists and the league plays its game,
-    `game` (as `c4 league`), else none."""
+    ``../shared/suite/dev.jsonl`` next to the repo when it exists, as `c4 league`. Only a league
+    of Connect Four on the standard board has one: the suites hold its positions, so one Airflow
+    whose $C4_SUITE is set also runs leagues of other games, unscored."""
+    if game != ConnectFour():
+        return None
     if "C4_SUITE" in os.environ:
         return os.environ["C4_SUITE"] or None
     from c4core.suite import default_suite_path

@@ -37,15 +37,24 @@ fi
 pidfile="$AIRFLOW_HOME/up.pids"  # this script's pid, then one process group per service
 logs="$AIRFLOW_HOME/up-logs"
 
-stop_groups() {  # TERM each process group given, and KILL what is left after 20 s
-    for pid in "$@"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-    for _ in $(seq 20); do
+gone() {  # gone SECONDS PID...: wait until none of the process groups is left; 1 if one still is
+    local seconds="$1" pid
+    shift
+    for _ in $(seq "$((seconds * 5))"); do
         local alive=0
         for pid in "$@"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
         ((alive)) || return 0
-        sleep 1
+        sleep 0.2
     done
+    return 1
+}
+
+stop_groups() {  # TERM each process group given once, KILL what is left after 20 s, and wait for it
+    local pid
+    for pid in "$@"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    gone 20 "$@" && return 0
     for pid in "$@"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    gone 10 "$@" || true
 }
 
 running() {  # the process ids in $pidfile, if any of them is still alive
@@ -62,8 +71,10 @@ if [[ "${1:-}" == down ]]; then
         exit 0
     fi
     mapfile -t ids <"$pidfile"
-    kill -TERM "${ids[0]}" 2>/dev/null || true  # the foreground script stops its services itself
-    stop_groups "${ids[@]:1}"  # and in case it is gone, so does this
+    # the foreground script stops its services itself (a second TERM would make Airflow's
+    # scheduler stop waiting for its tasks); if it is gone, or they outlive its 20 s, this does
+    if kill -TERM "${ids[0]}" 2>/dev/null; then gone 35 "${ids[@]:1}" || true; fi
+    stop_groups "${ids[@]:1}"
     rm -f "$pidfile"
     echo "stopped the stack of $AIRFLOW_HOME"
     exit 0

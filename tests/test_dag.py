@@ -9,9 +9,8 @@ repo's ``.airflow/`` or ``mlruns/``.
   (and its parse time) is not muddied by what the test process has already imported.
 - One ``dag.test()`` run of a 2-generation smoke league is shared by the in-process tests.
 - The pod test builds the trainer's pod with ``build_pod_request_obj(dry_run=True)``: no cluster.
-- Bad params are tried through ``airflow dags test -c`` and through the REST API.
-- The end-to-end test starts ``airflow standalone`` on 127.0.0.1, triggers a run over REST and
-  waits for it, as a user of the UI would.
+- Bad params are tried through ``airflow dags test -c``; the REST API's refusal, and leagues
+  run by a real scheduler, are test_ui.py's, on `make up`'s stack.
 """
 
 from __future__ import annotations
@@ -21,18 +20,14 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import free_port
 
 from c4core.config import PRECISIONS, PROFILES, league_config
 from c4core.entry import native_bfloat16
@@ -479,37 +474,25 @@ def dag_test(uri: str, conf: dict) -> str:
     return state_text(dr.state)
 
 
-def test_dag_test_runs_a_connect3_league_on_4x4_into_a_model_of_its_own(
-    migrated: Path, tmp_path: Path
-) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    conf = {"league": "dagc3", "profile": "smoke", "generations": 1, "game": "connect3-4x4"}
-    assert dag_test(uri, conf) == "success"
-    client = LeagueRun("", "", {}, uri).client()
-    assert [m.name for m in client.search_registered_models()] == ["connect3-4x4"]
-    (version,) = client.search_model_versions("name = 'connect3-4x4'")
-    assert version.tags["member"] == "gen1" and version.tags["league"] == "dagc3"
-    assert client.get_model_version_by_alias("connect3-4x4", "champion").version == version.version
-    params = client.get_run(version.run_id).data.params
-    assert (params["game"], params["rows"], params["cols"], params["connect"]) == ("connect4", "4", "4", "3")
-    assert 0.0 <= float(version.tags["nash_conv"]) <= 2.0
-    matches = client.search_runs(
-        [client.get_run(version.run_id).info.experiment_id], "tags.`c4.kind` = 'match'"
-    )
-    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
-    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
-
-
-def test_dag_test_runs_a_league_mixing_a_q_learning_table_and_a_network_exploiter(
+def test_dag_test_runs_a_connect3_league_mixing_a_q_learning_table_and_a_network_exploiter(
     migrated: Path, tmp_path: Path
 ) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     conf = {"league": "mix", "profile": "smoke", "generations": 2, "game": "connect3-4x4"}
     conf |= {"learner": "q-learning", "roles": ["main", "main-exploiter"], "iterations": 1, "games": 64}
     assert dag_test(uri, conf) == "success"
+    # a model of the game's own, holding the title
     client = LeagueRun("", "", {}, uri).client()
+    assert [m.name for m in client.search_registered_models()] == ["connect3-4x4"]
     versions = {v.tags["member"]: v for v in client.search_model_versions("name = 'connect3-4x4'")}
     assert set(versions) == {"gen1", "gen2", "gen2-me"}
+    assert {v.tags["league"] for v in versions.values()} == {"mix"}
+    champion = client.get_model_version_by_alias("connect3-4x4", "champion")
+    assert champion.version in {v.version for v in versions.values()}
+    params = client.get_run(versions["gen1"].run_id).data.params
+    assert (params["game"], params["rows"], params["cols"], params["connect"]) == ("connect4", "4", "4", "3")
+    assert params["main_learner"] == "q-learning"
+    # tables for the main agent, a network for its exploiter, each with its exact NashConv
     from c4core.registry import Tracking, load_checkpoint
 
     tracking = Tracking.for_uri(uri)
@@ -518,7 +501,13 @@ def test_dag_test_runs_a_league_mixing_a_q_learning_table_and_a_network_exploite
     }
     assert kinds == {"gen1": "table", "gen2": "table", "gen2-me": "net"}
     assert all(0.0 <= float(v.tags["nash_conv"]) <= 2.0 for v in versions.values())
-    assert client.get_run(versions["gen1"].run_id).data.params["main_learner"] == "q-learning"
+    # the first generation played both bots, and nothing else
+    matches = client.search_runs(
+        [client.get_run(versions["gen1"].run_id).info.experiment_id],
+        "tags.`c4.kind` = 'match' and tags.generation = '1'",
+    )
+    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
+    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
 
 
 @pytest.mark.slow
@@ -695,182 +684,3 @@ def test_dags_test_rejects_bad_params_and_leaves_mlflow_alone(
     assert proc.returncode != 0
     assert "Invalid input for param" in out and message in out, out[-3000:]
     assert not db.exists()  # nothing ran, so not even an empty store was made
-
-
-# ---- a real scheduler ----------------------------------------------------------------------------
-class Api:
-    def __init__(self, base: str):
-        self.base, self.token = base, ""
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Content-Type", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as e:
-            text = e.read().decode()
-            try:
-                return e.code, json.loads(text)
-            except ValueError:
-                return e.code, text
-
-
-def wait_for(what: str, check: Any, timeout: float, proc: subprocess.Popen, log: Path) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(
-                f"airflow standalone exited ({proc.returncode}) waiting for {what}:\n"
-                + log.read_text()[-4000:]
-            )
-        try:
-            result = check()
-        except (OSError, ValueError):
-            result = None
-        if result:
-            return result
-        time.sleep(2)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}:\n{log.read_text()[-4000:]}")
-
-
-@pytest.mark.slow
-def test_standalone_airflow_runs_a_league_triggered_over_rest(tmp_path: Path) -> None:
-    home, port = tmp_path / "airflow", free_port()
-    home.mkdir()
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = airflow_env(home) | {
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__CORE__PARALLELISM": "2",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "MLFLOW_TRACKING_URI": uri,
-        "OMP_NUM_THREADS": "1",
-    }
-    log = tmp_path / "standalone.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "airflow"), "standalone"],
-            env=os.environ | env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp_path,
-            start_new_session=True,  # its own process group: the teardown ends all of it
-        )
-    try:
-        api = Api(f"http://127.0.0.1:{port}")
-        pw_file = home / "simple_auth_manager_passwords.json.generated"
-
-        def login() -> bool:
-            if not pw_file.exists():
-                return False
-            password = json.loads(pw_file.read_text())["admin"]
-            status, body = api.call("POST", "/auth/token", {"username": "admin", "password": password})
-            if status in (200, 201):
-                api.token = body["access_token"]
-                return True
-            return False
-
-        wait_for("the API server and a login", login, 240, proc, log)
-        wait_for(
-            "the DAG to be parsed",
-            lambda: api.call("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200,
-            180,
-            proc,
-            log,
-        )
-
-        # a bad value is refused at the door, with the param's name, and nothing runs
-        status, body = api.call(
-            "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {"generations": 99}}
-        )
-        assert status == 400 and "generations" in json.dumps(body), body
-        assert api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")[1]["total_entries"] == 0
-
-        # two leagues at once, and the first a second time: runs of different leagues go side by
-        # side; of the two runs of one league, one trains and the other fails at its first task
-        conf = {"league": "e2e", "profile": "smoke", "generations": 1, "match_games": 10}
-        runs = {}
-        for key, c in (("e2e", conf), ("e2f", conf | {"league": "e2f"}), ("e2e again", conf)):
-            status, body = api.call(
-                "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": c}
-            )
-            assert status == 200, body
-            runs[key] = body["dag_run_id"]
-
-        def finished(run_id: str) -> str | None:
-            state = api.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
-            return state if state in ("success", "failed") else None
-
-        ended = {
-            k: wait_for(f"run {k} to finish", lambda r=r: finished(r), 600, proc, log)
-            for k, r in runs.items()
-        }
-        assert ended["e2f"] == "success"
-        assert sorted((ended["e2e"], ended["e2e again"])) == ["failed", "success"], ended
-        run_id, refused = (runs["e2e"], runs["e2e again"])[:: 1 if ended["e2e"] == "success" else -1]
-        status, ti = api.call(
-            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{refused}/taskInstances/generation_1.pick_opponents"
-        )
-        assert status == 200 and ti["state"] == "failed", ti
-        status, pick_log = api.call(
-            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{refused}/taskInstances/generation_1.pick_opponents/logs/1"
-        )
-        assert "league connect4/e2e is held by airflow connect4_league " + run_id in json.dumps(pick_log)
-        states: dict[tuple[str, int], str] = {}
-        while True:  # pages of at most 100 (the API's cap): 100 tasks, one of them mapped
-            page = f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=100&offset={len(states)}"
-            tis = api.call("GET", page)[1]["task_instances"]
-            states |= {(t["task_id"], t["map_index"]): t["state"] for t in tis}
-            if not tis:
-                break
-        assert len(states) == 101
-        assert states[("generation_1.play_match", 0)] == "success"
-        assert states[("generation_1.play_match", 1)] == "success"
-        assert states[("generation_2.pick_opponents", -1)] == "skipped"  # decides to stop
-        assert states[("generation_2.train_generation", -1)] == "skipped"
-        status, links = api.call(
-            "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.fit_elo/links"
-        )
-        assert status == 200, links
-        links = links["extra_links"]
-        assert "/runs/" in (links.get("MLflow run") or ""), links
-        assert "/#/models/connect4/versions/" in (links.get("Champion") or ""), links
-        # the training task's log in the UI holds the same progress lines as `make league` prints
-        status, train_log = api.call(
-            "GET",
-            f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.train_generation/logs/1",
-        )
-        assert status == 200, train_log
-        text = json.dumps(train_log)
-        assert "gen1 iteration 1/2: win vs random" in text and "policy loss" in text, text[-2000:]
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(uri)
-    champ = client.get_model_version_by_alias("connect4", "champion")
-    assert (
-        champ.current_stage == "Production" and champ.tags["league"] in ("e2e", "e2f") and "elo" in champ.tags
-    )
-    versions = sorted(
-        (v.tags["league"], v.tags["member"]) for v in client.search_model_versions("name = 'connect4'")
-    )
-    assert versions == [("e2e", "gen1"), ("e2f", "gen1")]  # e2e trained once
-    exp = client.get_experiment_by_name("connect4-league")
-    matches = client.search_runs([exp.experiment_id], "tags.`c4.kind` = 'match' and tags.league = 'e2e'")
-    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
-    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
-    assert {r.data.tags["airflow.run_id"] for r in matches} == {run_id}

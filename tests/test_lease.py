@@ -158,22 +158,24 @@ def test_a_second_store_of_a_running_league_is_refused_before_it_writes(
 
 @pytest.mark.slow
 def test_leagues_started_at_once_on_a_fresh_store_match_running_alone(tmp_path: Path) -> None:
-    """Four one-generation leagues of different names and seeds at once on a fresh store (which
-    they create), each contesting the title, one of them started twice, beside the four leagues
-    alone. The title's race on a store that already exists is the Postgres round's
-    (test_registry_postgres.py), whose server creates the store first."""
-    seeds = (1, 2, 3, 4)
+    """Three one-generation leagues of different names and seeds at once on a fresh store (which
+    they create), each contesting the title, one of them started twice (four processes racing
+    for the store), beside the three leagues alone. The title's race on a store that already
+    exists is the Postgres round's (test_registry_postgres.py), whose server creates the store
+    first."""
+    seeds = (1, 2, 3)
     shared = Tracking.for_uri(f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}")  # made by the leagues
     alone = {s: Tracking.for_uri(f"sqlite:///{tmp_path / f'alone{s}' / 'mlflow.db'}") for s in seeds}
     leagues = [start(league_command(shared.tracking_uri, f"fresh{s}", s, 1), tmp_path) for s in seeds]
     twin = start(league_command(shared.tracking_uri, "fresh1", 1, 1), tmp_path)
     refs = [start(league_command(alone[s].tracking_uri, "ref", s, 1), tmp_path) for s in seeds]
     done = finish_all([*leagues, twin, *refs])
-    for rc, _, err in done[1:4] + done[5:]:
+    n = len(seeds)
+    for rc, _, err in done[1:n] + done[n + 1 :]:
         assert rc == 0 and "Traceback" not in err, err[-3000:]
     # fresh1 twice: one runs it, the other is refused at once, naming the holder (unless it
     # started only once the first had finished, and found the work done)
-    pair = [done[0], done[4]]
+    pair = [done[0], done[n]]
     assert sorted(rc for rc, _, _ in pair) in ([0, 2], [0, 0]), [err[-2000:] for _, _, err in pair]
     for rc, _, err in pair:
         assert "Traceback" not in err

@@ -188,10 +188,13 @@ def test_a_finalized_league_given_a_suite_later_is_scored_on_rerun_and_a_bad_one
 def test_steps_take_the_suite_from_c4_suite_else_the_shared_dev_suite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from c4core.games import VARIANTS
     from c4core.suite import default_suite_path
 
     monkeypatch.setenv("C4_SUITE", "/some/suite.jsonl")
     assert steps.suite_path() == "/some/suite.jsonl"
+    # the suite holds standard Connect Four positions: a league of another game is not scored
+    assert steps.suite_path(VARIANTS["connect3-4x4"]) is None
     monkeypatch.setenv("C4_SUITE", "")
     assert steps.suite_path() is None
     monkeypatch.delenv("C4_SUITE")

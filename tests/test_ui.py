@@ -6,8 +6,10 @@ dag-processor (their own ``AIRFLOW_HOME`` in a temporary folder, SQLite, no exam
 write to (``MLFLOW_TRACKING_URI``) and the links plugin points at (``C4_MLFLOW_UI_URL``), and the
 play page; at the end `make down` (``up.sh down``) stops it and must leave nothing running. The
 browser logs in with the generated admin password, triggers a two-generation smoke league from
-the trigger form and follows the links from Airflow to MLflow: the "MLflow" entry of the
-navigation bar, and the extra links of a task (on the task instance's Details tab). The MLflow
+the trigger form, beside three runs triggered over the REST API (two Connect-3 leagues side by
+side, one of them twice, which its lease refuses), and follows the links from Airflow to MLflow:
+the "MLflow" entry of the navigation bar, and the extra links of a task (on the task instance's
+Details tab). The MLflow
 checks read the rendered pages (the registered model's description, its versions, their tags and
 aliases, the version and run pages, each in the model-training view) and compare them with what
 the MLflow client reads from the store.
@@ -52,6 +54,11 @@ MODEL = "connect4"
 # named element_<param>
 FIELDS = (*SPEC_KEYS, "executor")
 SUITE_POSITIONS = 40  # of the shared dev suite, so that every version gets its suite tags, quickly
+REST_LEAGUES = ("rest1", "rest2")
+"""The leagues triggered over the REST API, of another game than the form's league."""
+REST_CONF = {"profile": "smoke", "generations": 1, "game": "connect3-4x4", "iterations": 1, "games": 16}
+REST_CONF |= {"match_games": 10}
+REST_MODEL = "connect3-4x4"
 
 require_chromium()
 
@@ -367,9 +374,27 @@ def test_the_trigger_form_shows_every_field_and_refuses_a_bad_league_name(
 
 
 @pytest.fixture(scope="module")
-def league(browser: webdriver.Chrome, stack: Stack) -> str:
+def rest_runs(stack: Stack) -> dict[str, str]:
+    """Three runs triggered over Airflow's REST API at once, not waited for: two one-generation
+    Connect-3 leagues side by side (`REST_LEAGUES`), and the first of them a second time. Their
+    game has a registered model of its own, so they contest no title with the form's league,
+    which starts right after them and runs beside them. Run ids by "rest1", "rest2" and
+    "rest1 again"."""
+    runs = {}
+    first, second = REST_LEAGUES
+    for key, league in ((first, first), (second, second), (f"{first} again", first)):
+        trigger = {"logical_date": None, "conf": REST_CONF | {"league": league}}
+        status, body = stack.api("POST", f"/api/v2/dags/{DAG_ID}/dagRuns", trigger)
+        assert status == 200, body
+        runs[key] = body["dag_run_id"]
+    return runs
+
+
+@pytest.fixture(scope="module")
+def league(browser: webdriver.Chrome, stack: Stack, rest_runs: dict[str, str]) -> str:
     """A two-generation smoke league triggered from the form (league `LEAGUE`, one iteration of 16
-    games a generation, 10 games a pairing): its run id, once the run has succeeded."""
+    games a generation, 10 games a pairing), beside the REST API's runs: its run id, once the run
+    has succeeded."""
     dialog = open_trigger_form(browser, stack)
     type_into(dialog.find_element(By.NAME, "element_league"), LEAGUE)
     choose(dialog, "profile", "smoke")
@@ -390,7 +415,7 @@ def league(browser: webdriver.Chrome, stack: Stack) -> str:
         state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
         return state if state in ("success", "failed") else None
 
-    assert stack.wait("the league to finish", finished, 480) == "success"
+    assert stack.wait("the league to finish", finished, 600) == "success"
     return run_id
 
 
@@ -410,13 +435,7 @@ def league_versions(stack: Stack) -> dict[int, Any]:
 def test_a_smoke_league_triggered_from_the_form_succeeds(
     browser: webdriver.Chrome, stack: Stack, league: str
 ) -> None:
-    states: dict[tuple[str, int], str] = {}
-    while True:  # pages of at most 100 (the API's cap)
-        page = f"/api/v2/dags/{DAG_ID}/dagRuns/{league}/taskInstances?limit=100&offset={len(states)}"
-        tis = stack.api("GET", page)[1]["task_instances"]
-        states |= {(t["task_id"], t["map_index"]): t["state"] for t in tis}
-        if not tis:
-            break
+    states = task_states(stack, league)
     for g in (1, 2):
         assert states[(f"generation_{g}.register_and_promote", -1)] == "success"
     assert states[("generation_3.pick_opponents", -1)] == "skipped"  # decides to stop, shows skipped
@@ -451,6 +470,82 @@ def test_a_smoke_league_triggered_from_the_form_succeeds(
     assert badge("generation_3") == badge("generation_4") == badge("generation_20") != badge("generation_2")
     assert badge("generation_3.pick_opponents") == badge("generation_3.train_generation")
     assert badge("generation_3.pick_opponents") != badge("generation_2.pick_opponents")
+
+
+def task_states(stack: Stack, run_id: str) -> dict[tuple[str, int], str]:
+    """(task id, map index) -> state, for every task instance of the run."""
+    states: dict[tuple[str, int], str] = {}
+    while True:  # pages of at most 100 (the API's cap)
+        page = f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=100&offset={len(states)}"
+        tis = stack.api("GET", page)[1]["task_instances"]
+        states |= {(t["task_id"], t["map_index"]): t["state"] for t in tis}
+        if not tis:
+            return states
+
+
+def test_leagues_triggered_over_rest_run_side_by_side_and_a_second_run_of_one_fails(
+    stack: Stack, rest_runs: dict[str, str], league: str
+) -> None:
+    # a bad value is refused at the door, with the param's name, and nothing runs
+    runs = len(stack.runs())
+    status, body = stack.api(
+        "POST", f"/api/v2/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {"generations": 99}}
+    )
+    assert status == 400 and "generations" in json.dumps(body), body
+    assert len(stack.runs()) == runs
+
+    def finished(run_id: str) -> str | None:
+        state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
+        return state if state in ("success", "failed") else None
+
+    ended = {k: stack.wait(f"run {k} to finish", lambda r=r: finished(r), 600) for k, r in rest_runs.items()}
+    # runs of different leagues go side by side; of the two runs of one league, one trains and
+    # the other fails at its first task, naming the run that holds the league
+    first, second = REST_LEAGUES
+    assert ended[second] == "success"
+    assert sorted((ended[first], ended[f"{first} again"])) == ["failed", "success"], ended
+    pair = (rest_runs[first], rest_runs[f"{first} again"])
+    run_id, refused = pair if ended[first] == "success" else pair[::-1]
+    pick = f"/api/v2/dags/{DAG_ID}/dagRuns/{refused}/taskInstances/generation_1.pick_opponents"
+    status, ti = stack.api("GET", pick)
+    assert status == 200 and ti["state"] == "failed", ti
+    status, pick_log = stack.api("GET", pick + "/logs/1")
+    held = f"league {REST_MODEL}/{first} is held by airflow {DAG_ID} {run_id}"
+    assert status == 200 and held in json.dumps(pick_log), pick_log
+
+    states = task_states(stack, run_id)
+    assert len(states) == 101  # 20 groups of five steps, one of them mapped over two matches
+    assert states[("generation_1.play_match", 0)] == states[("generation_1.play_match", 1)] == "success"
+    assert states[("generation_2.pick_opponents", -1)] == "skipped"  # decides to stop
+    assert states[("generation_2.train_generation", -1)] == "skipped"
+    status, links = stack.api(
+        "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.fit_elo/links"
+    )
+    assert status == 200, links
+    assert "/runs/" in (links["extra_links"].get("MLflow run") or ""), links
+    assert f"/#/models/{REST_MODEL}/versions/" in (links["extra_links"].get("Champion") or ""), links
+    # the training task's log in the UI holds the same progress lines as `make league` prints
+    status, train_log = stack.api(
+        "GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generation_1.train_generation/logs/1"
+    )
+    text = json.dumps(train_log)
+    assert status == 200 and "policy loss" in text, text[-2000:]
+    assert "gen1 iteration 1/1: win vs random" in text, text[-2000:]
+
+    # MLflow: each league registered its one snapshot once, the champion is one of them, and the
+    # matches of the league run twice came from the run that trained it
+    client = mlflow_client(stack)
+    champ = client.get_model_version_by_alias(REST_MODEL, "champion")
+    assert champ.tags["league"] in REST_LEAGUES and "elo" in champ.tags
+    versions = sorted(
+        (v.tags["league"], v.tags["member"]) for v in client.search_model_versions(f"name = '{REST_MODEL}'")
+    )
+    assert versions == [(first, "gen1"), (second, "gen1")]
+    exp = client.get_experiment_by_name("connect4-league")
+    matches = client.search_runs([exp.experiment_id], f"tags.`c4.kind` = 'match' and tags.league = '{first}'")
+    pairs = sorted(tuple(sorted((r.data.tags["a"], r.data.tags["b"]))) for r in matches)
+    assert pairs == [("gen1", "random"), ("gen1", "tactical")]
+    assert {r.data.tags["airflow.run_id"] for r in matches} == {run_id}
 
 
 def extra_links(browser: webdriver.Chrome, stack: Stack, run_id: str, task_id: str) -> dict[str, str]:
