@@ -5,14 +5,18 @@ resources) and a small JSON API::
 
     GET  /                 the page
     GET  /api/champion     who plays: name, version, league, generation, Elo, win_vs_tactical,
-                           suite_keeps_result and suite_counted (null when not measured),
-                           promoted_at, source
-    POST /api/move         {"moves": "4453"} or {"board": [[...6 rows of 7...]]}, optional
+                           suite_keeps_result, suite_counted and nash_conv (null when not
+                           measured),
+                           promoted_at, source, kind ("net" or "table") and game (its name,
+                           variant, title and parameters: the board the page draws)
+    POST /api/move         {"moves": "4453"} (the game's notation: `Game.state_from_moves`) or,
+                           for Connect Four, {"board": [[...rows of columns...]]}, optional
                            {"simulations": N} (0 = the raw network, up to
-                           `c4core.serving.MAX_SIMULATIONS`)
+                           `c4core.serving.MAX_SIMULATIONS`; a table is never searched)
                            and {"probe_from": P} (search leaves of P+ stones go to the exact
                            solver; 0 = never, the default)
-                           -> {"action": 0-6, "column": the same, "probs": [7],
+                           -> {"action": its number, "move": in the game's notation, "column":
+                               the action again (Connect Four's), "probs": [one per action],
                                "value": -1..1 for the champion,
                                "simulations": N, "probe_from": P, "ms": server time,
                                "champion": {...}}
@@ -21,16 +25,21 @@ resources) and a small JSON API::
 The client keeps the move list (undo is client-side); every request carries the whole game, so
 the server keeps no per-game state. A body is checked in two steps: its shape by the pydantic
 model `MoveRequest` (these four fields and no other, whole numbers, the simulation cap), then its
-position as `c4core` checks positions (`c4core.serving.parse_record`, which rests on
-`Position.from_moves`/`from_board`, and `probe_of`). One exception handler turns whatever either
-step refuses into HTTP 400 with a one-line ``detail``, never a 500; no champion yet is a 503.
+position as `c4core` checks positions for the champion's game (`c4core.serving.parse_record`,
+which rests on `Game.state_from_moves` and Connect Four's `Position.from_board`, and
+`probe_of`). One exception handler turns whatever either step refuses into HTTP 400 with a
+one-line ``detail``, never a 500; no champion yet is a 503.
 
 Which champion plays. `ChampionSource` resolves ``models:/connect4@champion`` (or any registry
-URI) and polls the registry every `refresh_s` seconds on a background thread; when the alias
-moves, it loads the new version's weights and swaps them in between two requests, so a running
-page plays the new champion from its next move, with no restart. With `serve_url` the moves come
-from a running ``mlflow models serve`` endpoint instead (``POST /invocations``); the registry, if
-reachable, still supplies the name, generation and Elo shown on the page.
+URI: ``models:/connect3-4x4@champion`` plays Connect-3 on 4x4, a table or a network alike) and
+polls the registry every `refresh_s` seconds on a background thread; when the alias moves, it
+loads the new version's weights and swaps them in between two requests, so a running page plays
+the new champion from its next move, with no restart. With `serve_url` the moves come from a
+running ``mlflow models serve`` endpoint instead (``POST /invocations``); the registry, if
+reachable, still supplies the name, generation, Elo and game shown on the page.
+
+The API answers any game's champion; the page draws Connect Four boards of any size, and says
+so for a game it cannot draw (Dots and Boxes), whose moves the API still answers.
 
 Nothing in `c4core` imports this module; it sits on top of registry, serving and search.
 """
@@ -43,7 +52,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -56,9 +65,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from c4core.game import STANDARD, Geometry, Position
-from c4core.games import ConnectFour
-from c4core.registry import MODEL_NAME, Tracking, load_checkpoint, resolve_version
+from c4core.games import ConnectFour, Game, State, game_of, load
+from c4core.registry import MODEL_NAME, NASH_CONV, Tracking, load_checkpoint, resolve_version
 from c4core.serving import MAX_SIMULATIONS, BadInput, ProbingSolver, parse_record, probe_of
 
 log = logging.getLogger(__name__)
@@ -106,6 +114,9 @@ class ChampionInfo:
     None when no suite scored it."""
     suite_counted: int | None
     """How many suite positions that fraction counts; None when no suite scored it."""
+    nash_conv: float | None
+    """Its exact NashConv (`c4core.registry.NASH_CONV`: 0 is unexploitable, 2 loses every game to
+    a best response), on a board small enough to enumerate; None elsewhere."""
     promoted_at: str | None
     """When it became champion (ISO 8601, UTC)."""
     source: str
@@ -142,6 +153,7 @@ def _info(version: Any, uri: str, source: str) -> ChampionInfo:
         win_vs_tactical=number("win_vs_tactical", float),
         suite_keeps_result=number("suite_keeps_result", float),
         suite_counted=number("suite_counted", int),
+        nash_conv=number(NASH_CONV, float),
         promoted_at=promoted,
         source=source,
         uri=uri,
@@ -150,11 +162,19 @@ def _info(version: Any, uri: str, source: str) -> ChampionInfo:
 
 @dataclass(frozen=True)
 class Champion:
-    """A loaded champion: its info and its network (None when a model server answers)."""
+    """A loaded champion: its info, its game, and its network or table (None when a model server
+    answers)."""
 
     info: ChampionInfo
     net: Any = None
-    geometry: Geometry = STANDARD
+    game: Game = ConnectFour()
+    kind: str = "net"
+    """``"net"`` or ``"table"`` (`c4core.net.Checkpoint.kind`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What the page is told: the info, what kind of model plays, and the game it draws."""
+        game = {"name": self.game.name, "variant": self.game.variant, "title": self.game.title}
+        return self.info.to_json() | {"kind": self.kind, "game": game | {"params": dict(self.game.params)}}
 
 
 class ChampionSource:
@@ -201,9 +221,9 @@ class ChampionSource:
         return champ
 
     @property
-    def geometry(self) -> Geometry:
+    def game(self) -> Game:
         champ = self._champion
-        return champ.geometry if champ is not None else STANDARD
+        return champ.game if champ is not None else ConnectFour()
 
     # -- refresh --
     def refresh(self) -> bool:
@@ -243,13 +263,13 @@ class ChampionSource:
         info = _info(version, self.uri, source)
         if old is not None and old.info.name == info.name:
             if old.info != info:  # same version, new Elo or tags: no reload
-                self._champion = Champion(info, old.net, old.geometry)
+                self._champion = replace(old, info=info)
             return False
         if self.serve_url is not None:
-            self._champion = Champion(info)
+            self._champion = Champion(info, game=_game_of(self.tracking, version))
         else:
             ckpt, _ = load_checkpoint(self.tracking, f"models:/{version.name}/{version.version}")
-            self._champion = Champion(info, ckpt.build(self.device), ckpt.geometry)
+            self._champion = Champion(info, ckpt.build(self.device), ckpt.game, ckpt.kind)
         log.info("champion is now %s (generation %s, Elo %s)", info.name, info.generation, info.elo)
         return True
 
@@ -273,15 +293,31 @@ class ChampionSource:
             self._thread = None
 
     # -- moves --
-    def answer(self, position: Position, simulations: int = 0, probe_from: int = 0) -> dict[str, Any]:
-        """The champion's move in a live position: action (a column, also as ``column``),
-        probs, value (for the champion)."""
+    def answer(
+        self, state: State, simulations: int = 0, probe_from: int = 0, record: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The champion's move in a live position of its game: action (also in the game's
+        notation, and as ``column`` in Connect Four), probs, value (for the champion). `record`
+        is the position as the request gave it, which a model server is sent."""
         champ = self.require()
+        if simulations and champ.kind == "table":
+            raise BadInput("the champion is a table of every position, not searched: 'simulations' must be 0")
         if self.serve_url is not None:
-            out = _ask_server(self.serve_url, position, simulations, probe_from)
+            out = _ask_server(self.serve_url, state, record or {}, simulations, probe_from)
         else:
-            out = self._solver.evaluate(champ.net, [position], simulations, probe_from)[0]
-        return out | {"champion": champ.info.to_json()}
+            out = self._solver.evaluate(champ.net, [state], simulations, probe_from)[0]
+        return out | {"champion": champ.to_json()}
+
+
+def _game_of(tracking: Tracking, version: Any) -> Game:
+    """The game a registered version plays, from its league's parameters (game, rows, cols,
+    connect: `LeagueConfig.board`); Connect Four for a version without them."""
+    params = tracking.client().get_run(version.run_id).data.params if version.run_id else {}
+    try:
+        takes = load(params.get("game", "connect4")).params
+        return load(params.get("game", "connect4"), **{k: int(params[k]) for k in takes if k in params})
+    except ValueError:
+        return ConnectFour()
 
 
 def _server_only_info(url: str, uri: str) -> ChampionInfo:
@@ -296,6 +332,7 @@ def _server_only_info(url: str, uri: str) -> ChampionInfo:
         win_vs_tactical=None,
         suite_keeps_result=None,
         suite_counted=None,
+        nash_conv=None,
         promoted_at=None,
         source=url,
         uri=uri,
@@ -311,12 +348,16 @@ def _one_line(e: BaseException) -> str:
     return text.strip().splitlines()[0][:300]
 
 
-def _ask_server(url: str, position: Position, simulations: int, probe_from: int = 0) -> dict[str, Any]:
-    """One move from ``mlflow models serve`` (`c4core.serving` behind ``/invocations``)."""
+def _ask_server(
+    url: str, state: State, record: Mapping[str, Any], simulations: int, probe_from: int = 0
+) -> dict[str, Any]:
+    """One move from ``mlflow models serve`` (`c4core.serving` behind ``/invocations``), sent
+    the position as the request gave it (`record`: its ``moves`` or ``board``)."""
     import requests
 
     params = {"simulations": simulations} | ({"probe_from": probe_from} if probe_from else {})
-    body = {"dataframe_records": [{"board": position.board()}], "params": params}
+    position = {k: record[k] for k in ("moves", "board") if record.get(k) is not None}
+    body = {"dataframe_records": [position], "params": params}
     try:
         r = requests.post(f"{url}/invocations", json=body, timeout=30)
     except requests.RequestException as e:
@@ -329,17 +370,21 @@ def _ask_server(url: str, position: Position, simulations: int, probe_from: int 
         raise BadInput(str(payload["message"]).splitlines()[0])
     if r.status_code != 200 or not isinstance(payload, dict):
         raise Upstream(f"the model server at {url} answered HTTP {r.status_code}")
+    game = game_of(state)
     try:
         (pred,) = payload["predictions"]
         # `action` since the game interface; versions registered before it answer `column` alone
-        column = int(pred["action"] if "action" in pred else pred["column"])
+        action = int(pred["action"] if "action" in pred else pred["column"])
         probs = [float(p) for p in pred["probs"]]
         value = float(pred["value"])
     except (KeyError, TypeError, ValueError):
         raise Upstream(f"the model server at {url} answered in an unknown format") from None
-    if column not in position.legal_moves() or len(probs) != position.geometry.cols:
-        raise Upstream(f"the model server at {url} answered an illegal move ({column + 1})")
-    return {"action": column, "column": column, "probs": probs, "value": value}
+    if action not in state.legal_actions() or len(probs) != game.num_actions:
+        raise Upstream(f"the model server at {url} answered an illegal move (action {action})")
+    out = {"action": action, "move": game.format_action(action)}
+    if isinstance(game, ConnectFour):
+        out["column"] = action
+    return out | {"probs": probs, "value": value}
 
 
 # ---- the request -----------------------------------------------------------------------------------
@@ -357,9 +402,11 @@ class MoveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     moves: StrictStr | None = None
-    """Solver notation, one column digit per move (``"4453"``); or give `board`."""
+    """The game's move notation (`Game.state_from_moves`): for Connect Four one column digit per
+    move (``"4453"``), for Dots and Boxes lines (``"h0,0 v1,2"``); or give `board`."""
     board: Any = None
-    """Rows top to bottom of 0 (empty), 1 and 2; `Position.from_board` checks its shape and stones."""
+    """Connect Four's rows top to bottom of 0 (empty), 1 and 2; `Position.from_board` checks its
+    shape and stones."""
     simulations: Annotated[int, Field(strict=True, ge=0, le=MAX_SIMULATIONS)] = 0
     """Search simulations; 0 (or null) answers with the raw network."""
     probe_from: StrictInt = 0
@@ -380,18 +427,17 @@ class MoveRequest(BaseModel):
         return value
 
 
-def parse_move_request(body: bytes, geometry: Geometry = STANDARD) -> tuple[Position, int, int]:
-    """The live position, simulation count and solver-probe stone count (0 none) a ``POST
-    /api/move`` body asks for. A body of the wrong shape raises pydantic's `ValidationError`, a
-    bad position `BadInput`; `bad_request_detail` words either in one line."""
+def parse_move_request(body: bytes, game: Game = ConnectFour()) -> tuple[State, int, int, dict[str, Any]]:
+    """The live position of `game`, simulation count and solver-probe stone count (0 none) a
+    ``POST /api/move`` body asks for, and the body as a record. A body of the wrong shape raises
+    pydantic's `ValidationError`, a bad position `BadInput`; `bad_request_detail` words either in
+    one line."""
     if len(body) > MAX_BODY:
         raise BadInput(f"request body too large ({len(body)} bytes; at most {MAX_BODY})")
     request = MoveRequest.model_validate_json(body)
     record = request.model_dump()
-    game = ConnectFour(geometry)
-    position = parse_record(record, game)
-    assert isinstance(position, Position)  # Connect Four's
-    return position, request.simulations, probe_of(record, request.simulations, game)
+    state = parse_record(record, game)
+    return state, request.simulations, probe_of(record, request.simulations, game), record
 
 
 def bad_request_detail(e: Exception) -> str:
@@ -490,7 +536,7 @@ def create_app(source: ChampionSource, start: bool = True) -> FastAPI:
 
     @app.get("/api/champion")
     def champion() -> dict[str, Any]:
-        info = source.require().info.to_json()
+        info = source.require().to_json()
         return info | {"refresh_s": source.refresh_s, "checked_at": _iso(source.checked_at)}
 
     @app.post("/api/move")
@@ -499,9 +545,9 @@ def create_app(source: ChampionSource, start: bool = True) -> FastAPI:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:
             raise BadInput(f"request body too large ({declared} bytes; at most {MAX_BODY})")
-        position, sims, probe = parse_move_request(await request.body(), source.geometry)
+        state, sims, probe, record = parse_move_request(await request.body(), source.game)
         # the network or search runs on a worker thread, so a long search never blocks the loop
-        out = await run_in_threadpool(source.answer, position, sims, probe)
+        out = await run_in_threadpool(source.answer, state, sims, probe, record)
         ms = round((time.perf_counter() - start_t) * 1000, 2)
         return out | {"simulations": sims, "probe_from": probe, "ms": ms}
 

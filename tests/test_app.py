@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,12 +38,13 @@ from c4core.app import (
     parse_move_request,
 )
 from c4core.cli import build_parser, cmd_play
-from c4core.config import NetConfig, profile
+from c4core.config import NetConfig, league_config, profile
 from c4core.elo import EloFit
-from c4core.game import Position
+from c4core.game import Geometry, Position
 from c4core.net import Checkpoint, PolicyValueNet
-from c4core.registry import MLflowStore, Tracking, promote_champion, register_snapshot
+from c4core.registry import MLflowStore, Tracking, log_nash_conv, promote_champion, register_snapshot
 from c4core.serving import MAX_SIMULATIONS, evaluate
+from c4core.tabular import QTable, position_index
 
 TINY = {"blocks": 1, "channels": 8, "value_hidden": 8}
 C4 = Path(sys.executable).with_name("c4")
@@ -65,6 +67,28 @@ def publish(tracking: Tracking, generation: int, seed: int, elo: float, league: 
     fit = EloFit(ratings={member: elo}, ci95={member: (elo - 50, elo + 50)}, anchor=None, games={member: 20})
     register_snapshot(store, generation, fit)
     return promote_champion(store, member, fit, generation)
+
+
+def publish_connect3(tracking: Tracking, kind: str) -> PolicyValueNet | QTable:
+    """Register a random Connect-3 4x4 snapshot of `kind` ("net" or "table") as the champion of
+    its own model, ``connect3-4x4``; returns what plays."""
+    config = league_config("smoke", "app3", game="connect3-4x4")
+    config = replace(config, net=replace(config.net, **TINY))
+    game = config.board
+    if kind == "table":
+        shape = (len(position_index(game)), game.num_actions)
+        q = torch.rand(shape, generator=torch.Generator().manual_seed(3))
+        ckpt = Checkpoint({"q": q}, None, game, generation=1, kind="table")
+    else:
+        torch.manual_seed(3)
+        ckpt = Checkpoint.of(PolicyValueNet(config.net).eval(), game, generation=1)
+    store = MLflowStore(tracking, config)
+    store.save_snapshot(ckpt, [])
+    fit = EloFit(ratings={"gen1": 50.0}, ci95={"gen1": (0.0, 100.0)}, anchor=None, games={"gen1": 20})
+    register_snapshot(store, 1, fit)
+    promote_champion(store, "gen1", fit, 1)
+    log_nash_conv(store, 1)  # as a league does on a board this small
+    return ckpt.build()
 
 
 def blank_store(blank_db: Path, folder: Path) -> Tracking:
@@ -136,6 +160,12 @@ def test_the_champion_is_named_with_generation_elo_and_promotion_time(client: Te
     assert info["elo"] == pytest.approx(100.0)
     assert info["promoted_at"].startswith("20") and "T" in info["promoted_at"]
     assert info["source"] == "registry" and info["uri"] == "models:/connect4@champion"
+    assert info["kind"] == "net" and info["game"] == {
+        "name": "connect4",
+        "variant": "connect4",
+        "title": "Connect Four",
+        "params": {"rows": 6, "cols": 7, "connect": 4},
+    }
     assert 0 < info["refresh_s"] <= 60
     assert client.get("/api/health").json()["champion"] == "connect4/1"
 
@@ -143,7 +173,7 @@ def test_the_champion_is_named_with_generation_elo_and_promotion_time(client: Te
 def test_unmeasured_strengths_are_null_not_missing(client: TestClient) -> None:
     """This champion never met tactical and no suite scored it: the fields are there, as null."""
     info = client.get("/api/champion").json()
-    for key in ("win_vs_tactical", "suite_keeps_result", "suite_counted"):
+    for key in ("win_vs_tactical", "suite_keeps_result", "suite_counted", "nash_conv"):
         assert key in info and info[key] is None, key
     assert move(client, {"moves": "4"})[1]["champion"]["win_vs_tactical"] is None
 
@@ -288,11 +318,53 @@ def test_bad_input_is_a_400_that_says_what_is_wrong(client: TestClient, name: st
     assert len(out["detail"]) < 300  # a long body is never echoed back whole
 
 
+@pytest.mark.parametrize("kind", ["table", "net"])
+def test_a_connect3_champion_plays_on_its_own_board_as_a_table_or_a_network(
+    blank_db: Path, tmp_path: Path, kind: str
+) -> None:
+    tracking = blank_store(blank_db, tmp_path)
+    model = publish_connect3(tracking, kind)
+    source = ChampionSource(tracking, uri="models:/connect3-4x4@champion", refresh_s=60)
+    with TestClient(create_app(source)) as c:
+        info = c.get("/api/champion").json()
+        assert info["name"] == "connect3-4x4/1" and info["kind"] == kind
+        assert info["game"] == {
+            "name": "connect4",
+            "variant": "connect3-4x4",
+            "title": "Connect-3 on 4x4",
+            "params": {"rows": 4, "cols": 4, "connect": 3},
+        }
+        (version,) = tracking.client().search_model_versions("name = 'connect3-4x4'")
+        assert info["nash_conv"] == float(version.tags["nash_conv"]) and 0 <= info["nash_conv"] <= 2
+        assert info["suite_keeps_result"] is None  # the suites are standard Connect Four's
+        small = Geometry(4, 4, 3)
+        for moves in ("", "1213", "2323"):
+            status, out = move(c, {"moves": moves})
+            assert status == 200, out
+            (expected,) = evaluate(model, [Position.from_moves(moves, small)])
+            assert out["action"] == out["column"] == expected["action"] and len(out["probs"]) == 4
+            assert out["move"] == str(out["action"] + 1)
+        board = Position.from_moves("1213", small).board()
+        assert move(c, {"board": board})[1]["action"] == move(c, {"moves": "1213"})[1]["action"]
+        # the board is the champion's: a 6x7 board or a fifth column is refused, saying why
+        status, out = move(c, {"board": board_of("")})
+        assert status == 400 and "4 rows, got 6" in out["detail"], out
+        status, out = move(c, {"moves": "5"})
+        assert status == 400 and "5" in out["detail"], out
+        status, out = move(c, {"moves": "12121"})  # three in a row wins on this board
+        assert status == 400 and "already over" in out["detail"], out
+        status, out = move(c, {"moves": "", "simulations": 8})
+        if kind == "table":
+            assert status == 400 and "not searched" in out["detail"], out
+        else:
+            assert status == 200 and out["simulations"] == 8
+
+
 def test_the_parser_agrees_with_the_game_rules(rng, random_move_string) -> None:
     for _ in range(100):
         moves = random_move_string(rng, unfinished=True)
-        pos, sims, probe = parse_move_request(json.dumps({"moves": moves, "simulations": 7}).encode())
-        assert pos == Position.from_moves(moves) and sims == 7 and probe == 0
+        pos, sims, probe, record = parse_move_request(json.dumps({"moves": moves, "simulations": 7}).encode())
+        assert pos == Position.from_moves(moves) and sims == 7 and probe == 0 and record["moves"] == moves
     assert parse_move_request(b'{"moves": "4", "simulations": %d}' % MAX_SIMULATIONS)[1] == MAX_SIMULATIONS
 
 

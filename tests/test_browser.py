@@ -24,12 +24,12 @@ import requests
 import torch
 from mlflow.entities.model_registry import ModelVersion
 from servers import headless_chromium, require_chromium
-from test_app import ServerThread, blank_store, publish
+from test_app import ServerThread, blank_store, publish, publish_connect3
 
 from c4core.app import ChampionSource, create_app
 from c4core.bots import TacticalBot
 from c4core.figures import percent
-from c4core.game import Position
+from c4core.game import STANDARD, Geometry, Position
 from c4core.registry import Tracking
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,24 +121,26 @@ def wait_settled(driver, timeout: float = 20) -> str:
     return state
 
 
-def landing_row(moves: str, col: int) -> int:
+def landing_row(moves: str, col: int, geometry: Geometry = STANDARD) -> int:
     """Row (from the top) where a stone dropped in `col` lands after `moves`."""
-    return 5 - moves.count(str(col + 1))
+    return geometry.rows - 1 - moves.count(str(col + 1))
 
 
-def check_board(driver, moves: str) -> None:
+def check_board(driver, moves: str, geometry: Geometry = STANDARD) -> None:
     """Every cell of the page shows exactly the stones `moves` put there."""
-    expected = Position.from_moves(moves).board()
+    expected = Position.from_moves(moves, geometry).board()
     cells = driver.execute_script(
         "return [...document.querySelectorAll('.cell')].map(c => [+c.dataset.row, +c.dataset.col,"
         " c.querySelector('.stone.p1') ? 1 : c.querySelector('.stone.p2') ? 2 : 0]);"
     )
-    assert len(cells) == 42
+    assert len(cells) == geometry.cells
     for r, c, v in cells:
         assert expected[r][c] == v, f"cell {r},{c} after {moves}"
 
 
-def play_game(driver, human: int, by_keyboard: bool = False, seed: int = 0) -> str:
+def play_game(
+    driver, human: int, by_keyboard: bool = False, seed: int = 0, geometry: Geometry = STANDARD
+) -> str:
     """Play to the end as `human` (1 or 2), choosing moves with the tactical bot; returns the moves.
 
     After every move: the human's stone lies where it fell, the champion's answer is a legal move
@@ -151,10 +153,10 @@ def play_game(driver, human: int, by_keyboard: bool = False, seed: int = 0) -> s
     champion = 3 - human
     while wait_settled(driver) == "your-turn":
         moves = moves_of(driver)
-        pos = Position.from_moves(moves)
+        pos = Position.from_moves(moves, geometry)
         assert pos.to_move == human
         col = bot.act_position(pos, gen)
-        row = landing_row(moves, col)
+        row = landing_row(moves, col, geometry)
         if by_keyboard:
             ActionChains(driver).send_keys(str(col + 1)).perform()
         else:
@@ -168,18 +170,18 @@ def play_game(driver, human: int, by_keyboard: bool = False, seed: int = 0) -> s
             break  # your move ended the game
         assert len(after) == len(moves) + 2, after
         reply = int(after[-1]) - 1
-        before_reply = Position.from_moves(moves + str(col + 1))
+        before_reply = Position.from_moves(moves + str(col + 1), geometry)
         assert reply in before_reply.legal_moves(), f"the champion answered an illegal column {reply + 1}"
-        assert stone_at(driver, landing_row(after[:-1], reply), reply) == f"p{champion}"
-        check_board(driver, after)
+        assert stone_at(driver, landing_row(after[:-1], reply, geometry), reply) == f"p{champion}"
+        check_board(driver, after, geometry)
     final = moves_of(driver)
-    check_board(driver, final)
+    check_board(driver, final, geometry)
     return final
 
 
-def check_result(driver, moves: str, human: int) -> str:
+def check_result(driver, moves: str, human: int, geometry: Geometry = STANDARD) -> str:
     """The banner names the result and, after a win, exactly the winning stones glow."""
-    pos = Position.from_moves(moves)
+    pos = Position.from_moves(moves, geometry)
     assert pos.is_terminal
     banner = driver.find_element(By.ID, "banner")
     WebDriverWait(driver, 5).until(lambda d: banner.is_displayed())
@@ -193,16 +195,16 @@ def check_result(driver, moves: str, human: int) -> str:
         return "draw"
     winner = 3 - pos.to_move
     assert text == ("You win!" if winner == human else "The champion wins.")
-    assert len(glowing) >= 4
+    assert len(glowing) >= geometry.connect
     grid = pos.board()
     assert all(grid[r][c] == winner for r, c in glowing)
     cells = {tuple(x) for x in glowing}
     in_line = any(
-        all((r + k * dr, c + k * dc) in cells for k in range(4))
+        all((r + k * dr, c + k * dc) in cells for k in range(geometry.connect))
         for r, c in cells
         for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1))
     )
-    assert in_line, f"the glowing stones {sorted(cells)} hold no four in a row"
+    assert in_line, f"the glowing stones {sorted(cells)} hold no {geometry.connect} in a row"
     return "won" if winner == human else "lost"
 
 
@@ -508,6 +510,7 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
     assert text("champ-league") == "browser" and text("champ-gen") == "1" and text("champ-elo") == "312.0"
     assert text("champ-tactical") == "95.5%"  # win_vs_tactical 0.9550
     assert text("champ-suite") == "87.7% of 120"  # suite_keeps_result 0.8770 of suite_counted 120
+    assert not browser.find_element(By.ID, "champ-nash-tile").is_displayed()  # 6x7: no NashConv
     header = browser.find_element(By.TAG_NAME, "header")
     assert header.is_displayed() and all(x in header.text for x in ("browser", "312", "95.5%", "87.7%"))
     # the page words a rate as the model card and the CLI do (c4core.figures.percent), ties included
@@ -537,3 +540,54 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
         for key, value in STRENGTH_TAGS.items():
             client.set_model_version_tag(version.name, version.version, key, value)
         api_says(measured=True)
+
+
+# ---- another board ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def connect3_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Tracking]]:
+    """The page of a store whose champion is a Q-table of Connect-3 on 4x4 (test_app.py)."""
+    from mlflow.tracking import MlflowClient
+
+    blank = tmp_path_factory.mktemp("blank3") / "mlflow.db"
+    MlflowClient(f"sqlite:///{blank}").search_experiments()
+    tracking = blank_store(blank, tmp_path_factory.mktemp("store3"))
+    publish_connect3(tracking, "table")
+    source = ChampionSource(tracking, uri="models:/connect3-4x4@champion", refresh_s=2)
+    with ServerThread(create_app(source)) as server:
+        yield server.url, tracking
+
+
+def test_a_connect3_table_champion_plays_whole_games_on_its_own_board(
+    connect3_site: tuple[str, Tracking], browser
+) -> None:
+    url, tracking = connect3_site
+    small = Geometry(4, 4, 3)
+    browser.set_window_size(640, 1160)
+    browser.get(url)
+    WebDriverWait(browser, 20).until(lambda d: board(d).get_attribute("data-cols") == "4")
+    assert browser.find_element(By.ID, "game-title").text == "Connect-3 on 4x4"
+    assert browser.title == "Connect-3 on 4x4: play the champion"
+    numbers = [n.text for n in browser.find_elements(By.CSS_SELECTOR, "#colnums span")]
+    assert numbers == ["1", "2", "3", "4"] and browser.find_element(By.ID, "keys").text == "1–4"
+    # a table is not searched: only its own entry is on offer
+    options = browser.find_elements(By.CSS_SELECTOR, "#strength option")
+    assert [o.get_attribute("value") for o in options if o.is_enabled()] == ["0"]
+    assert options[0].text == "Table (instant)"
+    # its exact NashConv as its version's tag says it, and no suite score for this game
+    (version,) = tracking.client().search_model_versions("name = 'connect3-4x4'")
+    assert browser.find_element(By.ID, "champ-nash-tile").is_displayed()
+    assert browser.find_element(By.ID, "champ-nash").text == version.tags["nash_conv"]
+    assert browser.find_element(By.ID, "champ-suite").text == "none for this game"
+    # a column past the board's is no key; whole games, with each side moving first
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).send_keys("5").perform()
+    assert moves_of(browser) == ""
+    results = []
+    for human, first in ((1, "you"), (2, "champion")):
+        new_game(browser, first)
+        final = play_game(browser, human, seed=human, geometry=small)
+        results.append(check_result(browser, final, human, small))
+        if human == 1:
+            screenshot(browser, "play-connect3", docs=True)
+    assert all(r in ("won", "lost", "draw") for r in results)

@@ -1,8 +1,9 @@
 // The play page: the client keeps the game (a move string such as "4453") and asks the server
-// for the champion's answer to the whole game each time; undo is client-side.
+// for the champion's answer to the whole game each time; undo is client-side. The board is the
+// champion's (/api/champion's game): Connect Four on any board, Connect-3 on 4x4 among them.
 "use strict";
 
-const ROWS = 6, COLS = 7, CONNECT = 4;
+let ROWS = 6, COLS = 7, CONNECT = 4;  // the standard board until the champion names its own
 const CHAMPION_POLL_MS = 20000;
 
 const $ = (id) => document.getElementById(id);
@@ -18,6 +19,7 @@ const state = {
   lastDrop: 0,        // when the last stone started to fall (ms)
   controller: null,   // aborts an answer that is no longer wanted
   full: null,         // a full column the human just tried (0-based), said in the status line
+  unplayable: null,   // the champion's game, when this page cannot draw it (not Connect Four)
 };
 
 // ---- rules (mirrors c4core.game; the server validates everything again) --------------------------
@@ -69,6 +71,15 @@ function outcome(moves) {
 
 // ---- drawing --------------------------------------------------------------------------------------
 function buildBoard() {
+  document.documentElement.style.setProperty("--cols", String(COLS));
+  const numbers = $("colnums");
+  numbers.textContent = "";
+  for (let c = 0; c < COLS; c++) {
+    const n = document.createElement("span");
+    n.textContent = String(c + 1);
+    numbers.appendChild(n);
+  }
+  $("keys").textContent = `1–${COLS}`;
   const board = $("board");
   board.textContent = "";
   for (let c = 0; c < COLS; c++) {
@@ -133,7 +144,8 @@ function render(animateLast) {
     }
     if (win.has(`${r},${c}`)) stone.classList.add("win");
   }
-  const yourTurn = !state.over && !state.thinking && !state.error && toMove(state.moves) === state.human;
+  const yourTurn = !state.over && !state.thinking && !state.error && !state.unplayable &&
+    toMove(state.moves) === state.human;
   for (const col of board.querySelectorAll(".col")) {
     // a full column stays clickable, so that a click on it is answered (renderStatus), not lost
     const full = !canPlay(state.moves, Number(col.dataset.col));
@@ -159,7 +171,10 @@ function renderStatus(yourTurn) {
   const s = $("status");
   const you = state.human, champ = 3 - state.human;
   const colour = (p) => (p === 1 ? "red" : "yellow");
-  if (state.error) {
+  if (state.unplayable) {
+    s.textContent = `The champion plays ${state.unplayable}, and this page draws Connect Four boards ` +
+      "only: its moves are at POST /api/move.";
+  } else if (state.error) {
     s.innerHTML = "";
     s.append(`The champion could not answer: ${state.error} `);
     const retry = document.createElement("button");
@@ -175,7 +190,7 @@ function renderStatus(yourTurn) {
   } else if (yourTurn && state.full != null) {
     s.innerHTML = `${dot(you)}Column ${state.full + 1} is full: choose another column.`;
   } else if (yourTurn) {
-    s.innerHTML = `${dot(you)}Your move: you are ${colour(you)}. Click a column or press 1-7.`;
+    s.innerHTML = `${dot(you)}Your move: you are ${colour(you)}. Click a column or press 1-${COLS}.`;
   }
   s.dataset.full = state.full != null ? String(state.full + 1) : "";
 }
@@ -258,7 +273,13 @@ function renderChampion(info) {
   $("champ-gen").textContent = info && info.generation != null ? String(info.generation) : "–";
   field("champ-elo", info, info && info.elo != null ? info.elo.toFixed(1) : null);
   field("champ-tactical", info, info && info.win_vs_tactical != null ? percent(info.win_vs_tactical) : null);
-  const suite = field("champ-suite", info, info && info.suite_keeps_result != null ? percent(info.suite_keeps_result) : null);
+  // the suites hold standard Connect Four positions; a board small enough to enumerate has an
+  // exact NashConv instead
+  const suiteless = info && info.game && info.game.variant !== "connect4";
+  const suite = field("champ-suite", info, info && info.suite_keeps_result != null ? percent(info.suite_keeps_result) : null,
+    suiteless ? "none for this game" : "not measured");
+  $("champ-nash-tile").hidden = !(info && info.nash_conv != null);
+  $("champ-nash").textContent = info && info.nash_conv != null ? info.nash_conv.toFixed(4) : "–";
   if (info && info.suite_keeps_result != null && info.suite_counted != null) {
     const of = document.createElement("span");
     of.className = "of";
@@ -292,7 +313,7 @@ function play(col) {
 }
 
 function humanMove(col) {
-  if (state.over || state.thinking || state.error || toMove(state.moves) !== state.human) return;
+  if (state.unplayable || state.over || state.thinking || state.error || toMove(state.moves) !== state.human) return;
   if (col < 0 || col >= COLS) return;
   if (!canPlay(state.moves, col)) {  // said, not silently ignored
     state.full = col;
@@ -366,6 +387,10 @@ function newGame() {
   state.over = null;
   state.answer = null;
   state.full = null;
+  if (state.unplayable) {
+    render(false);
+    return;
+  }
   $("gauge-you").textContent = `You (${state.human === 1 ? "red" : "yellow"})`;
   $("gauge-champ").textContent = `Champion (${state.human === 1 ? "yellow" : "red"})`;
   document.documentElement.style.setProperty("--you", state.human === 1 ? "var(--p1)" : "var(--p2)");
@@ -388,9 +413,32 @@ function undo() {
 }
 
 // ---- the champion ---------------------------------------------------------------------------------
+// the board and the strength menu follow the champion: its game's board, and no search for a
+// table (which answers from its entries); a new board starts a new game
+function setGame(info) {
+  const game = info.game || { name: "connect4", title: "Connect Four", params: { rows: 6, cols: 7, connect: 4 } };
+  const drawable = game.name === "connect4";
+  const unplayable = drawable ? null : game.title;
+  const { rows, cols, connect } = drawable ? game.params : { rows: ROWS, cols: COLS, connect: CONNECT };
+  const table = info.kind === "table";
+  for (const option of $("strength").options) option.disabled = table && option.value !== "0";
+  if (table) $("strength").value = "0";
+  $("strength").options[0].textContent = table ? "Table (instant)" : "Network (instant)";
+  $("game-title").textContent = game.title;
+  document.title = `${game.title}: play the champion`;
+  if (rows === ROWS && cols === COLS && connect === CONNECT && unplayable === state.unplayable) return;
+  [ROWS, COLS, CONNECT] = [rows, cols, connect];
+  state.unplayable = unplayable;
+  $("board").dataset.rows = String(ROWS);
+  $("board").dataset.cols = String(COLS);
+  buildBoard();
+  newGame();
+}
+
 function noteChampion(info) {
   const before = state.champion;
   state.champion = info;
+  setGame(info);
   renderChampion(info);
   if (before && info && before.name !== info.name) {
     const n = $("notice");
