@@ -1,5 +1,8 @@
-"""The roles ablation: AlphaZero-style generations as they are, with the league share, with a main
-exploiter, and with both, at equal wall time, all continuing from one `cpu`-profile league.
+"""Ablations at equal wall time, every arm continuing from one `cpu`-profile league: the roles
+ablation (AlphaZero-style generations as they are, with the league share, with a main exploiter,
+and with both) and the sample-efficiency levers (the `cpu-az` recipe as it is, arm `share`, then
+with one lever each, and with all of them: `AlphaZeroConfig.merge_duplicates`,
+`learning_rate_final`, `average_iterations` and a `q_weight` towards the search's value).
 
 Three steps, each a subcommand::
 
@@ -9,13 +12,15 @@ Three steps, each a subcommand::
     # 2. one arm: the cpu-az recipe's AlphaZero generations from that base, for --minutes of
     #    wall time (the generation running when time is up is cut off and not counted)
     python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
-    # 3. every arm's AlphaZero generations on the dev suite (raw and with 256 simulations), the
-    #    final champions and the newest snapshots head to head (400 games each), and each
-    #    exploiter arm's exploitability
+    # 3. every arm's AlphaZero generations on the dev suite (raw and with 256 simulations, all
+    #    counted positions and plies 4-10), the final champions and the newest snapshots head to
+    #    head (400 games each), and each exploiter arm's exploitability
     python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
+    python benchmarks/ablation.py evaluate --out /tmp/ablation share merge anneal average q75 levers
 
-The arms (`ARMS`) differ only in `roles` and `alphazero.league_share`; the seed, the net, the
-PPO recipe and the AlphaZero recipe (the `cpu-az` profile's) are the same. A main-agent-only arm
+The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe; the seed,
+the net, the PPO recipe and the rest of the AlphaZero recipe (the `cpu-az` profile's) are the
+same. A main-agent-only arm
 gets the base's main snapshots and their records only, so it is the league as it was before
 roles. Run the arms one after another on an otherwise idle machine: each is timed by the wall
 clock, and an exploiter arm's learners use both cores.
@@ -35,17 +40,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ARMS: dict[str, dict[str, Any]] = {
-    "plain": {"roles": ("main",), "league_share": 0.0},
-    "share": {"roles": ("main",), "league_share": 0.25},
-    "exploiters": {"roles": ("main", "main-exploiter"), "league_share": 0.0},
-    "both": {"roles": ("main", "main-exploiter"), "league_share": 0.25},
+MAIN, WITH_EXPLOITER = ("main",), ("main", "main-exploiter")
+LEVERS: dict[str, Any] = {
+    "merge_duplicates": True,
+    "learning_rate_final": 2e-4,  # a fifth of the recipe's 1e-3 by each generation's end
+    "average_iterations": 5,  # the last half of the recipe's 10 iterations
+    "q_weight": 0.75,  # value targets three quarters the search's (Oracle's best, towards c4a0's 1.0)
 }
-"""Each arm's roles and AlphaZero league share."""
+ARMS: dict[str, dict[str, Any]] = {
+    "plain": {"roles": MAIN, "alphazero": {"league_share": 0.0}},
+    "share": {"roles": MAIN, "alphazero": {"league_share": 0.25}},  # the recipe as it is
+    "exploiters": {"roles": WITH_EXPLOITER, "alphazero": {"league_share": 0.0}},
+    "both": {"roles": WITH_EXPLOITER, "alphazero": {"league_share": 0.25}},
+    "merge": {"roles": MAIN, "alphazero": {"merge_duplicates": LEVERS["merge_duplicates"]}},
+    "anneal": {"roles": MAIN, "alphazero": {"learning_rate_final": LEVERS["learning_rate_final"]}},
+    "average": {"roles": MAIN, "alphazero": {"average_iterations": LEVERS["average_iterations"]}},
+    "q75": {"roles": MAIN, "alphazero": {"q_weight": LEVERS["q_weight"]}},
+    "levers": {"roles": MAIN, "alphazero": LEVERS},
+}
+"""Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 
 
 def arm_config(arm: str) -> Any:
-    from c4core.config import PROFILES
+    from c4core.config import PROFILES, overridden
 
     base = PROFILES["cpu-az"]
     settings = ARMS[arm]
@@ -54,7 +71,7 @@ def arm_config(arm: str) -> Any:
         name=f"ablation-{arm}",
         generations=60,  # more than fit: the wall clock ends the arm
         roles=settings["roles"],
-        alphazero=replace(base.alphazero, league_share=settings["league_share"]),
+        alphazero=overridden(base.alphazero, settings["alphazero"]),
     )
 
 
@@ -169,10 +186,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         g = config.alphazero_from
         while (ckpt := store.snapshot(g)) is not None:
             net = ckpt.build("cpu")
-            raw = evaluate_suite(NetPlayer(net, name=f"gen{g}"), suite).total.keeps_rate
+            raw = evaluate_suite(NetPlayer(net, name=f"gen{g}"), suite)
             searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name=f"gen{g}"), 256), suite)
             rows.append(
-                {"generation": g, "raw": round(raw, 4), "mcts256": round(searched.total.keeps_rate, 4)}
+                {
+                    "generation": g,
+                    "raw": round(raw.total.keeps_rate, 4),
+                    "mcts256": round(searched.total.keeps_rate, 4),
+                    "raw_ply_4_10": round(raw.buckets["ply_4_10"].keeps_rate, 4),
+                    "mcts256_ply_4_10": round(searched.buckets["ply_4_10"].keeps_rate, 4),
+                }
             )
             g += 1
         fit = fit_ratings(results)

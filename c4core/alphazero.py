@@ -39,6 +39,12 @@ imitation, not expert iteration; what the learner takes from a member is the pos
 reaches and the outcomes its play forces. The league rates every snapshot the learner
 produces against every member, on the same ladder as the PPO snapshots.
 
+Three sample-efficiency levers, each off by default (`AlphaZeroConfig`): `merge_duplicates`
+merges the window's copies of a position into one sample with mean targets (`merge_duplicates`
+below), `learning_rate_final` anneals the step size along a half cosine over a generation
+(`learning_rate_at`), and `average_iterations` makes the snapshot the mean of its last
+iterations' weights (`average_weights`).
+
 With `ranks` above 1 the learner trains data-parallel (`c4core.ranks`): each rank self-plays
 its share of the games on a random stream of its own, every rank's decisions are pooled into
 one replay window, and rank 0 alone fits the net on it and shares the new weights. Self-play,
@@ -306,6 +312,67 @@ def _adjudicate(
     return out
 
 
+def merge_duplicates(samples: Samples) -> Samples:
+    """One sample per distinct position (observation and legal actions alike), its policy and
+    value targets the means of its copies'; where some copies are proven, the mean of the proven
+    values alone (an exact value outranks an estimate), and the sample is proven. In the order of
+    each position's first copy."""
+    n = len(samples)
+    if n == 0:
+        return samples
+    rows = torch.cat((samples.observation.reshape(n, -1), samples.legal.float()), 1)
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    groups = int(inverse.max()) + 1
+    first = torch.full((groups,), n, dtype=torch.long).scatter_reduce(0, inverse, torch.arange(n), "amin")
+    # renumber the groups by their first copy, so the merged samples keep the window's order
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(groups)
+    group, first = rank[inverse], first[order]
+
+    def total(x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros((groups, *x.shape[1:]), dtype=x.dtype).index_add_(0, group, x)
+
+    copies = total(torch.ones(n))
+    proven = samples.proven.float()
+    proven_copies = total(proven)
+    estimate = total(samples.value) / copies
+    exact = total(samples.value * proven) / proven_copies.clamp(min=1)
+    is_proven = proven_copies > 0
+    return Samples(
+        observation=samples.observation[first],
+        legal=samples.legal[first],
+        player=samples.player[first],
+        ply=samples.ply[first],
+        policy=total(samples.policy) / copies[:, None],
+        value=torch.where(is_proven, exact, estimate),
+        proven=is_proven,
+    )
+
+
+def learning_rate_at(config: AlphaZeroConfig, iteration: int) -> float:
+    """The step size of a generation's `iteration` (0-based): `learning_rate` throughout, or with
+    `learning_rate_final` a half cosine from `learning_rate` at the first to it at the last."""
+    if not config.learning_rate_final or config.iterations < 2:
+        return config.learning_rate
+    t = iteration / (config.iterations - 1)
+    span = config.learning_rate - config.learning_rate_final
+    return config.learning_rate_final + span * (1 + math.cos(math.pi * t)) / 2
+
+
+def average_weights(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The mean of network state dicts, entry by entry (computed in float32, kept in each entry's
+    dtype); entries that are not floating point (counters) are the last state's."""
+    out = {}
+    for key, last in states[-1].items():
+        if last.is_floating_point():
+            mean = torch.stack([s[key].float() for s in states]).mean(0)
+            out[key] = mean.to(last.dtype)
+        else:
+            out[key] = last.clone()
+    return out
+
+
 def fit(
     net: PolicyValueNet,
     optimizer: torch.optim.Optimizer,
@@ -372,6 +439,7 @@ def train(
         optimizer = torch.optim.Adam(net.parameters())
     for group in optimizer.param_groups:  # a resumed optimizer keeps its moments, not its settings
         group["lr"], group["weight_decay"] = config.learning_rate, config.weight_decay
+    averaged: list[dict[str, torch.Tensor]] = []  # the weights after each of the last iterations
     gen = torch.Generator().manual_seed(ranks.seed(seed))
     share = replace(config, games=config.games // ranks.world, ranks=1) if ranks.world > 1 else config
     window: list[Samples] = []
@@ -379,6 +447,9 @@ def train(
     solver = solver_for(game, config) if config.solve_from or config.search.probe_from else None
     for it in range(config.iterations):
         start = time.perf_counter()
+        rate = learning_rate_at(config, it)
+        for group in optimizer.param_groups:
+            group["lr"] = rate
         samples, stats = self_play(net, share, gen, game, solver, opponents)
         played = time.perf_counter() - start
         if ranks.world > 1:  # every rank's decisions, in rank order; the statistics averaged
@@ -388,12 +459,22 @@ def train(
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
         losses = {}
         if ranks.rank == 0:
-            losses = fit(net, optimizer, Samples.cat(window), steps, config, gen, game)
+            data = Samples.cat(window)
+            if config.merge_duplicates:
+                merged = merge_duplicates(data)
+                stats["charts/distinct_share"] = len(merged) / max(len(data), 1)
+                data = merged
+            losses = fit(net, optimizer, data, steps, config, gen, game)
         ranks.share(net)
+        if config.average_iterations > 1 and it >= config.iterations - config.average_iterations:
+            averaged.append({k: v.detach().clone() for k, v in net.state_dict().items()})
         metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
+        metrics["charts/learning_rate"] = rate
         metrics["charts/decisions"] = float(len(samples))
         metrics["charts/selfplay_seconds"] = played
         metrics["charts/seconds"] = time.perf_counter() - start
         if on_iteration is not None:
             on_iteration(it, metrics)
+    if len(averaged) > 1:  # every rank holds the same weights each iteration, so the same mean
+        net.load_state_dict(average_weights(averaged))
     return optimizer

@@ -294,9 +294,23 @@ class AlphaZeroConfig:
     batch_size: int = 512
     """Samples per gradient step (before `mirror` adds their images)."""
     learning_rate: float = 1e-3
-    """Adam step size."""
+    """Adam step size (of a generation's first iteration, with `learning_rate_final`)."""
+    learning_rate_final: float = field(default=0.0, metadata={HASHED: "when-changed"})
+    """Anneal the step size over each generation's iterations, from `learning_rate` at the first
+    to this at the last, along a half cosine (Loshchilov and Hutter's SGDR, restarted every
+    generation; c4a0 steps its rate down between generations instead); 0 keeps it constant."""
     weight_decay: float = 1e-4
     """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
+    merge_duplicates: bool = field(default=False, metadata={HASHED: "when-changed"})
+    """Merge the replay window's copies of one position (same observation) into one sample whose
+    targets are their means, proven values taking precedence over estimates, before each fit
+    (Clausen finds 30-80% duplicates in Connect Four self-play; AlphaZero.jl merges them by
+    default). Off: every copy is a sample, so common openings weigh more."""
+    average_iterations: int = field(default=0, metadata={HASHED: "when-changed"})
+    """Make the generation's snapshot the mean of the weights after each of its last this many
+    iterations (all of them when it has fewer: stochastic weight averaging, Izmailov et al. 2018;
+    KataGo's candidates are such averages); 0 or 1 keeps the last iteration's weights. Training
+    goes on from the average."""
     mirror: bool = True
     """Add every sample's images under the game's symmetries (`Game.symmetries`: Connect Four's
     left-right mirror) to each minibatch."""
@@ -340,6 +354,13 @@ class AlphaZeroConfig:
             raise ValueError(f"league_share must be within 0..1, got {self.league_share}")
         if type(self.league_simulations) is not int or self.league_simulations < 0:
             raise ValueError(f"league_simulations must be 0 or more, got {self.league_simulations!r}")
+        if not 0.0 <= self.learning_rate_final <= self.learning_rate:
+            raise ValueError(
+                f"learning_rate_final must be within 0..learning_rate ({self.learning_rate}), "
+                f"got {self.learning_rate_final}"
+            )
+        if type(self.average_iterations) is not int or self.average_iterations < 0:
+            raise ValueError(f"average_iterations must be 0 (off) or more, got {self.average_iterations!r}")
         if self.ranks < 1 or self.games < self.ranks:
             raise ValueError(
                 f"AlphaZero ranks must be at least 1, each with at least one of the {self.games} games, "

@@ -14,7 +14,17 @@ import torch
 from exact import dots_movers_and_results
 from groups import in_group
 
-from c4core.alphazero import Samples, fit, member_player, seat_games, self_play, train
+from c4core.alphazero import (
+    Samples,
+    average_weights,
+    fit,
+    learning_rate_at,
+    member_player,
+    merge_duplicates,
+    seat_games,
+    self_play,
+    train,
+)
 from c4core.bots import Player
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
 from c4core.game import STANDARD, Geometry, Position
@@ -91,6 +101,10 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"opening_plies": 5, "opening_plies_max": 4},
         {"solve_from": -1},
         {"solve_nodes": 0},
+        {"learning_rate_final": -1e-4},
+        {"learning_rate": 1e-3, "learning_rate_final": 2e-3},
+        {"average_iterations": -1},
+        {"average_iterations": 1.5},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -594,3 +608,84 @@ def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
 def test_the_solver_is_connect_fours_alone() -> None:
     with pytest.raises(ValueError, match="has no exact solver"):
         self_play(tiny_net(), replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), DOTS)
+
+
+# ---- the sample-efficiency levers ----------------------------------------------------------------
+def test_merged_duplicates_take_the_mean_targets_and_proven_values_win() -> None:
+    """Three copies of one position (one proven), two of another, one of a third."""
+    obs = torch.zeros(6, 2, 2, 2)
+    obs[[0, 2, 4], 0, 0, 0] = 1.0  # position A
+    obs[[1, 3], 1, 1, 1] = 1.0  # position B; sample 5 is the empty position C
+    legal = torch.ones(6, 3, dtype=torch.bool)
+    policy = torch.tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1], [0.5, 0.5, 0], [1, 0, 0.0]])
+    value = torch.tensor([0.2, 0.5, 1.0, -0.5, 0.4, 0.3])
+    proven = torch.tensor([False, False, True, False, False, False])
+    ply, player = torch.tensor([2, 3, 2, 3, 2, 0]), torch.tensor([0, 1, 0, 1, 0, 0])
+    merged = merge_duplicates(Samples(obs, legal, player, ply, policy, value, proven))
+    assert len(merged) == 3  # A, B, C, in the order of each one's first copy
+    assert torch.equal(merged.observation, obs[[0, 1, 5]]) and merged.ply.tolist() == [2, 3, 0]
+    assert torch.allclose(merged.policy[0], torch.tensor([0.5, 1 / 6, 1 / 3]))
+    assert torch.allclose(merged.policy[1], torch.tensor([0.0, 0.5, 0.5]))
+    assert torch.equal(merged.policy[2], policy[5])
+    assert merged.value.tolist() == pytest.approx([1.0, 0.0, 0.3])  # A's exact value, not 0.53
+    assert merged.proven.tolist() == [True, False, False]
+
+
+def test_merging_a_self_play_window_keeps_every_position_once_with_its_copies_means(
+    played: tuple[Samples, dict],
+) -> None:
+    samples, _ = played
+    window = Samples.cat([samples, samples.take(torch.arange(0, len(samples), 3))])  # some twice
+    merged = merge_duplicates(window)
+    groups: dict[bytes, list[int]] = {}
+    for i in range(len(window)):
+        groups.setdefault(window.observation[i].numpy().tobytes(), []).append(i)
+    assert len(merged) == len(groups) < len(window)
+    for j in range(len(merged)):
+        copies = groups[merged.observation[j].numpy().tobytes()]
+        assert torch.allclose(merged.policy[j], window.policy[copies].mean(0))
+        exact = [i for i in copies if window.proven[i]]
+        want = window.value[exact or copies].mean()
+        assert merged.value[j] == pytest.approx(float(want)) and bool(merged.proven[j]) == bool(exact)
+    assert torch.allclose(merged.policy.sum(1), torch.ones(len(merged)))
+
+
+def test_the_learning_rate_anneals_along_a_half_cosine_within_a_generation() -> None:
+    config = replace(TINY, iterations=5, learning_rate=1e-3, learning_rate_final=1e-4)
+    rates = [learning_rate_at(config, i) for i in range(5)]
+    assert rates[0] == pytest.approx(1e-3) and rates[-1] == pytest.approx(1e-4)
+    assert rates[2] == pytest.approx(5.5e-4)  # halfway down at the middle iteration
+    assert all(a > b for a, b in zip(rates, rates[1:], strict=False))
+    assert {learning_rate_at(TINY, i) for i in range(3)} == {TINY.learning_rate}  # off: constant
+    seen: list[float] = []
+    optimizer = train(
+        tiny_net(SMALL),
+        replace(config, iterations=3),
+        seed=2,
+        game=C3,
+        on_iteration=lambda i, m: seen.append(m["charts/learning_rate"]),
+    )
+    assert seen == pytest.approx([1e-3, 5.5e-4, 1e-4])
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)
+
+
+def test_averaged_weights_are_the_mean_of_the_last_iterations() -> None:
+    net = tiny_net(SMALL)
+    states: list[dict[str, torch.Tensor]] = []
+
+    def keep(i: int, metrics: dict[str, float]) -> None:
+        states.append({k: v.detach().clone() for k, v in net.state_dict().items()})
+        assert 0 < metrics["charts/distinct_share"] <= 1  # merged: the window's distinct share
+
+    config = replace(TINY, iterations=3, average_iterations=2, merge_duplicates=True)
+    train(net, config, seed=4, game=C3, on_iteration=keep)
+    assert len(states) == 3
+    for key, value in net.state_dict().items():
+        if value.is_floating_point():
+            assert torch.allclose(value, (states[1][key] + states[2][key]) / 2), key
+    assert not torch.equal(states[1]["policy_fc.weight"], states[2]["policy_fc.weight"])  # it trained
+    # the helper alone: the mean, in each entry's dtype, counters from the last state
+    a = {"w": torch.tensor([1.0, 2.0], dtype=torch.bfloat16), "n": torch.tensor(1)}
+    b = {"w": torch.tensor([3.0, 4.0], dtype=torch.bfloat16), "n": torch.tensor(2)}
+    mean = average_weights([a, b])
+    assert mean["w"].dtype == torch.bfloat16 and mean["w"].tolist() == [2.0, 3.0] and mean["n"] == 2
