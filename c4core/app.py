@@ -38,8 +38,8 @@ the new champion from its next move, with no restart. With `serve_url` the moves
 running ``mlflow models serve`` endpoint instead (``POST /invocations``); the registry, if
 reachable, still supplies the name, generation, Elo and game shown on the page.
 
-The API answers any game's champion; the page draws Connect Four boards of any size, and says
-so for a game it cannot draw (Dots and Boxes), whose moves the API still answers.
+The API answers any game's champion; the page draws Connect Four boards of any size and Dots
+and Boxes boards (and says so for a game it cannot draw).
 
 Nothing in `c4core` imports this module; it sits on top of registry, serving and search.
 """

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -41,6 +42,7 @@ from c4core.cli import build_parser, cmd_play
 from c4core.config import NetConfig, league_config, profile
 from c4core.elo import EloFit
 from c4core.game import Geometry, Position
+from c4core.games import load
 from c4core.net import Checkpoint, PolicyValueNet
 from c4core.registry import MLflowStore, Tracking, log_nash_conv, promote_champion, register_snapshot
 from c4core.serving import MAX_SIMULATIONS, evaluate
@@ -72,7 +74,20 @@ def publish(tracking: Tracking, generation: int, seed: int, elo: float, league: 
 def publish_connect3(tracking: Tracking, kind: str) -> PolicyValueNet | QTable:
     """Register a random Connect-3 4x4 snapshot of `kind` ("net" or "table") as the champion of
     its own model, ``connect3-4x4``; returns what plays."""
-    config = league_config("smoke", "app3", game="connect3-4x4")
+    return publish_game(tracking, league_config("smoke", "app3", game="connect3-4x4"), kind)
+
+
+def publish_dots(tracking: Tracking) -> PolicyValueNet:
+    """Register an untrained tiny net of Dots and Boxes on 2x2 boxes as the champion of its own
+    model, ``dots-and-boxes-2x2``; returns it."""
+    config = league_config("smoke", "appdots", game="dots_and_boxes", rows=2, cols=2)
+    net = publish_game(tracking, config, "net")
+    assert isinstance(net, PolicyValueNet)
+    return net
+
+
+def publish_game(tracking: Tracking, config: Any, kind: str) -> PolicyValueNet | QTable:
+    """Register a random snapshot of `kind` of `config`'s game as the champion of its model."""
     config = replace(config, net=replace(config.net, **TINY))
     game = config.board
     if kind == "table":
@@ -87,7 +102,7 @@ def publish_connect3(tracking: Tracking, kind: str) -> PolicyValueNet | QTable:
     fit = EloFit(ratings={"gen1": 50.0}, ci95={"gen1": (0.0, 100.0)}, anchor=None, games={"gen1": 20})
     register_snapshot(store, 1, fit)
     promote_champion(store, "gen1", fit, 1)
-    log_nash_conv(store, 1)  # as a league does on a board this small
+    log_nash_conv(store, 1)  # as a league does on a board small enough (else it logs why not)
     return ckpt.build()
 
 
@@ -358,6 +373,33 @@ def test_a_connect3_champion_plays_on_its_own_board_as_a_table_or_a_network(
             assert status == 400 and "not searched" in out["detail"], out
         else:
             assert status == 200 and out["simulations"] == 8
+
+
+def test_a_dots_and_boxes_champion_answers_lines_in_its_notation(blank_db: Path, tmp_path: Path) -> None:
+    tracking = blank_store(blank_db, tmp_path)
+    net = publish_dots(tracking)
+    source = ChampionSource(tracking, uri="models:/dots-and-boxes-2x2@champion", refresh_s=60)
+    with TestClient(create_app(source)) as c:
+        info = c.get("/api/champion").json()
+        assert info["kind"] == "net" and info["game"]["name"] == "dots_and_boxes"
+        assert info["game"]["params"] == {"rows": 2, "cols": 2}
+        game = load("dots_and_boxes", rows=2, cols=2)
+        for moves in ("", "h0,0 v0,0", "h0,0 h1,0 v0,0 v0,1"):  # the last: the second player took a box
+            status, out = move(c, {"moves": moves})
+            assert status == 200, out
+            (expected,) = evaluate(net, [game.state_from_moves(moves)])
+            assert out["action"] == expected["action"] and out["move"] == game.format_action(out["action"])
+            assert "column" not in out and len(out["probs"]) == game.num_actions == 12
+        assert move(c, {"moves": "h0,0", "simulations": 8})[0] == 200
+        for body, words in (
+            ({"moves": "h0,0 h0,0"}, "already drawn"),
+            ({"moves": "h5,0"}, "off the 2x2 board"),
+            ({"moves": "x1"}, "expected a line such as"),
+            ({"board": [[0]]}, "'board' is Connect Four's"),
+            ({"moves": "h0,0", "simulations": 8, "probe_from": 4}, "has none"),
+        ):
+            status, out = move(c, body)
+            assert status == 400 and words in out["detail"], (body, out)
 
 
 def test_the_parser_agrees_with_the_game_rules(rng, random_move_string) -> None:

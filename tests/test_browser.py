@@ -19,17 +19,20 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import requests
 import torch
 from mlflow.entities.model_registry import ModelVersion
 from servers import headless_chromium, require_chromium
-from test_app import ServerThread, blank_store, publish, publish_connect3
+from test_app import ServerThread, blank_store, publish, publish_connect3, publish_dots
 
 from c4core.app import ChampionSource, create_app
 from c4core.bots import TacticalBot
 from c4core.figures import percent
 from c4core.game import STANDARD, Geometry, Position
+from c4core.games import load
+from c4core.games.dots_and_boxes.rules import DotsState
 from c4core.registry import Tracking
 
 REPO = Path(__file__).resolve().parents[1]
@@ -591,3 +594,128 @@ def test_a_connect3_table_champion_plays_whole_games_on_its_own_board(
         if human == 1:
             screenshot(browser, "play-connect3", docs=True)
     assert all(r in ("won", "lost", "draw") for r in results)
+
+
+@pytest.fixture(scope="module")
+def dots_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The page of a store whose champion is an untrained net of Dots and Boxes on 2x2 boxes."""
+    from mlflow.tracking import MlflowClient
+
+    blank = tmp_path_factory.mktemp("blankdots") / "mlflow.db"
+    MlflowClient(f"sqlite:///{blank}").search_experiments()
+    tracking = blank_store(blank, tmp_path_factory.mktemp("storedots"))
+    publish_dots(tracking)
+    source = ChampionSource(tracking, uri="models:/dots-and-boxes-2x2@champion", refresh_s=2)
+    with ServerThread(create_app(source)) as server:
+        yield server.url
+
+
+def box_owners(state: DotsState) -> list[int]:
+    """Each box's owner: 1 (the first player), 2, or 0 (nobody yet)."""
+    cells = range(state.boxes.rows * state.boxes.cols)
+    return [1 if state.owned[0] >> b & 1 else 2 if state.owned[1] >> b & 1 else 0 for b in cells]
+
+
+def play_dots_game(driver, human: int, seed: int) -> DotsState:
+    """Play lines as `human` (1 or 2) to the end: a box whenever one can be taken, else a random
+    line. After every settle the page's lines are a legal game, each box shows its owner, the
+    status or banner gives the score, and it is the human's turn or the game is over."""
+    game = load("dots_and_boxes", rows=2, cols=2)
+    rng = np.random.default_rng(seed)
+    while True:
+        state = wait_settled(driver)
+        moves = moves_of(driver)
+        pos = game.state_from_moves(moves)  # raises if the page played an illegal line
+        score = f"{bin(pos.owned[0]).count('1')}-{bin(pos.owned[1]).count('1')}"
+        assert board(driver).get_attribute("data-score") == score
+        owners = driver.execute_script(
+            "return [...document.querySelectorAll('#board .box')].map(b => "
+            "b.classList.contains('p1') ? 1 : b.classList.contains('p2') ? 2 : 0);"
+        )
+        assert owners == box_owners(pos)
+        if state == "over":
+            assert pos.is_terminal
+            return pos
+        assert pos.current_player() == human - 1 and not pos.is_terminal
+        legal = pos.legal_actions()
+        taking = [a for a in legal if pos.apply(a).current_player() == pos.current_player()]
+        line = int(taking[0]) if taking else int(rng.choice(legal))
+        button = driver.find_element(By.CSS_SELECTOR, f'#board .line[data-line="{line}"]')
+        assert button.is_enabled()
+        button.click()
+        WebDriverWait(driver, 10).until(lambda d, n=len(moves): len(moves_of(d)) > n)
+
+
+def test_a_dots_and_boxes_champion_plays_whole_games_by_clicking_lines(dots_site: str, browser) -> None:
+    browser.set_window_size(640, 1160)
+    browser.get(dots_site)
+    WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#board .line"))
+    assert browser.find_element(By.ID, "game-title").text == "Dots and Boxes on 2x2 boxes"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#board .line")) == 12
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#board .pt")) == 9
+    # each box is square and lies between its four sides (the grid of dots, lines and boxes)
+    sides = ((0, 2, 6, 7), (1, 3, 7, 8), (2, 4, 9, 10), (3, 5, 10, 11))  # top, bottom, left, right
+    for b, (top, bottom, left, right) in enumerate(sides):
+        box = rects(browser, f'#board .box[data-box="{b}"]')[0]
+        side = {n: rects(browser, f'#board .line[data-line="{n}"]')[0] for n in (top, bottom, left, right)}
+        assert abs(box["width"] - box["height"]) < 2 and box["width"] > 40, box
+        assert abs(box["top"] - (side[top]["top"] + side[top]["height"])) < 2, (b, box, side)
+        assert abs(box["top"] + box["height"] - side[bottom]["top"]) < 2, (b, box, side)
+        assert abs(box["left"] - (side[left]["left"] + side[left]["width"])) < 2, (b, box, side)
+        assert abs(box["left"] + box["width"] - side[right]["left"]) < 2, (b, box, side)
+    assert not browser.find_element(By.ID, "probs").is_displayed()
+    assert not browser.find_element(By.ID, "keys-help").is_displayed()
+    found = browser.find_elements(By.CSS_SELECTOR, "#strength option")
+    options = {o.get_attribute("value"): o.is_enabled() for o in found}
+    assert options["64"] and not options["256+16"]  # searched, but no Connect Four solver
+    for human, first in ((1, "you"), (2, "champion")):
+        new_game(browser, first)
+        final = play_dots_game(browser, human, seed=human)
+        margin = final.margin() if human == 1 else -final.margin()
+        banner = browser.find_element(By.ID, "banner-text").text
+        words = "You win!" if margin > 0 else "The champion wins." if margin < 0 else "It's a draw."
+        assert banner.startswith(words) and "Boxes: you" in banner, banner
+        if human == 1:
+            screenshot(browser, "play-dots", docs=True)
+    # undo takes back the human's last line, and the champion's lines after it
+    new_game(browser, "you")
+    wait_settled(browser)
+    browser.find_element(By.CSS_SELECTOR, '#board .line[data-line="0"]').click()
+    wait_settled(browser)
+    assert moves_of(browser).startswith("h0,0")
+    browser.find_element(By.ID, "undo").click()
+    assert moves_of(browser) == ""
+
+
+def test_the_pages_dots_and_boxes_rules_agree_with_the_game(dots_site: str, browser, rng) -> None:
+    """The page's twin of the rules (app.js `dotsPosition`) against `c4core`'s, over random games
+    on three boards: who drew each line, each box's owner, who moves next, the score."""
+    browser.get(dots_site)
+    WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#board .line"))
+    for rows, cols in ((1, 1), (2, 2), (2, 3)):
+        game = load("dots_and_boxes", rows=rows, cols=cols)
+        for _ in range(20):
+            state, lines, movers = game.new_state(), [], []
+            while not state.is_terminal:
+                movers.append(state.current_player() + 1)
+                lines.append(int(rng.choice(state.legal_actions())))
+                state = state.apply(lines[-1])
+            page = browser.execute_script(
+                "const p = dotsPosition(...arguments); return {movers: p.movers, owner: p.owner, "
+                "player: p.player, score: p.score, over: p.over, text: arguments[2].map("
+                "a => formatLine(arguments[0], arguments[1], a))};",
+                rows,
+                cols,
+                lines,
+            )
+            owner = box_owners(state)
+            assert page["movers"] == movers and page["owner"] == owner
+            assert page["score"] == [owner.count(1), owner.count(2)]
+            assert page["over"]["winner"] == (1 if state.margin() > 0 else 2 if state.margin() < 0 else 0)
+            assert page["text"] == [game.format_action(a) for a in lines]
+            half = lines[: len(lines) // 2]  # and a game still on: whose move it is
+            mid = game.new_state()
+            for a in half:
+                mid = mid.apply(a)
+            page = browser.execute_script("return dotsPosition(...arguments);", rows, cols, half)
+            assert page["player"] == mid.current_player() + 1 and page["over"] is None

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.slow
 def make_league(home: Path, *settings: str) -> subprocess.Popen[bytes]:
     """`make league` with `settings`, its Airflow and MLflow under `home`, started; its terminal
     output (stdout and stderr, interleaved) goes to ``home/terminal.txt``."""
-    env = os.environ | {
+    # none of this process's Airflow settings (test_dag.py points Airflow at its own database as
+    # it is imported): the Makefile's own, as on a user's machine, so each run migrates its own
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")} | {
         "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'mlflow.db'}",
         "C4_SUITE": "",  # no suite scoring: the smoke nets learn nothing worth scoring
     }

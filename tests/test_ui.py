@@ -94,7 +94,7 @@ class Stack:
         import requests
 
         headers = {"Authorization": f"Bearer {self.token}"}
-        resp = requests.request(method, self.airflow + path, json=body, headers=headers, timeout=30)
+        resp = requests.request(method, self.airflow + path, json=body, headers=headers, timeout=60)
         try:
             return resp.status_code, resp.json()
         except ValueError:
@@ -415,7 +415,7 @@ def league(browser: webdriver.Chrome, stack: Stack, rest_runs: dict[str, str]) -
         state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
         return state if state in ("success", "failed") else None
 
-    assert stack.wait("the league to finish", finished, 600) == "success"
+    assert stack.wait("the league to finish", finished, 1200) == "success"
     return run_id
 
 
@@ -432,6 +432,9 @@ def league_versions(stack: Stack) -> dict[int, Any]:
     return {int(v.tags["generation"]): v for v in versions if v.tags.get("league") == LEAGUE}
 
 
+# its setup starts the stack and waits for the leagues: minutes, and more beside another test
+# worker (`make test` runs two), over pytest-timeout's default 600 s
+@pytest.mark.timeout(1500)
 def test_a_smoke_league_triggered_from_the_form_succeeds(
     browser: webdriver.Chrome, stack: Stack, league: str
 ) -> None:

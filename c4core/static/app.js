@@ -1,9 +1,11 @@
 // The play page: the client keeps the game (a move string such as "4453") and asks the server
 // for the champion's answer to the whole game each time; undo is client-side. The board is the
-// champion's (/api/champion's game): Connect Four on any board, Connect-3 on 4x4 among them.
+// champion's (/api/champion's game): Connect Four on any board, Connect-3 on 4x4 among them, or
+// Dots and Boxes, where the client keeps the lines drawn ("h0,0 v1,2").
 "use strict";
 
 let ROWS = 6, COLS = 7, CONNECT = 4;  // the standard board until the champion names its own
+let DOTS = null;  // {rows, cols} of boxes when the champion plays Dots and Boxes
 const CHAMPION_POLL_MS = 20000;
 
 const $ = (id) => document.getElementById(id);
@@ -19,7 +21,8 @@ const state = {
   lastDrop: 0,        // when the last stone started to fall (ms)
   controller: null,   // aborts an answer that is no longer wanted
   full: null,         // a full column the human just tried (0-based), said in the status line
-  unplayable: null,   // the champion's game, when this page cannot draw it (not Connect Four)
+  unplayable: null,   // the champion's game, when this page cannot draw it
+  lines: [],          // Dots and Boxes: the lines drawn, in order (action numbers)
 };
 
 // ---- rules (mirrors c4core.game; the server validates everything again) --------------------------
@@ -69,9 +72,112 @@ function outcome(moves) {
   return null;
 }
 
+// ---- Dots and Boxes rules (mirror c4core/games/dots_and_boxes/rules.py: OpenSpiel's line numbers,
+// a completed box moves again; test_browser.py checks them against it) ------------------------------
+const lineCount = (rows, cols) => (rows + 1) * cols + rows * (cols + 1);
+const hLine = (rows, cols, r, c) => r * cols + c;
+const vLine = (rows, cols, r, c) => (rows + 1) * cols + r * (cols + 1) + c;
+const boxSides = (rows, cols, r, c) =>
+  [hLine(rows, cols, r, c), hLine(rows, cols, r + 1, c), vLine(rows, cols, r, c), vLine(rows, cols, r, c + 1)];
+
+function formatLine(rows, cols, a) {
+  const h = (rows + 1) * cols;
+  return a < h ? `h${Math.floor(a / cols)},${a % cols}` : `v${Math.floor((a - h) / (cols + 1))},${(a - h) % (cols + 1)}`;
+}
+
+// the position after `lines`: who drew each (1 first, 2 second), each box's owner (0 none), the
+// player to move, the score, and the result once every line is drawn
+function dotsPosition(rows, cols, lines) {
+  const drawn = new Set(), movers = [], owner = Array(rows * cols).fill(0);
+  let player = 1;
+  for (const a of lines) {
+    movers.push(player);
+    drawn.add(a);
+    let took = false;
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        const b = r * cols + c;
+        if (!owner[b] && boxSides(rows, cols, r, c).every((s) => drawn.has(s))) {
+          owner[b] = player;
+          took = true;
+        }
+      }
+    }
+    if (!took) player = 3 - player;
+  }
+  const score = [1, 2].map((p) => owner.filter((o) => o === p).length);
+  const done = drawn.size === lineCount(rows, cols);
+  const winner = score[0] > score[1] ? 1 : score[1] > score[0] ? 2 : 0;
+  return { drawn, movers, owner, player, score, over: done ? { winner, cells: [] } : null };
+}
+
+function buildDots() {
+  const { rows, cols } = DOTS;
+  const board = $("board");
+  board.textContent = "";
+  // dots and vertical lines in narrow columns, boxes and horizontal lines in wide ones
+  board.style.gridTemplateColumns = Array.from({ length: 2 * cols + 1 }, (_, x) => (x % 2 ? "1fr" : "var(--dot)")).join(" ");
+  for (let y = 0; y <= 2 * rows; y++) {
+    for (let x = 0; x <= 2 * cols; x++) {
+      let el;
+      if (y % 2 === 0 && x % 2 === 0) {
+        el = document.createElement("div");
+        el.className = "pt";
+      } else if (y % 2 === 1 && x % 2 === 1) {
+        el = document.createElement("div");
+        el.className = "box";
+        el.dataset.box = String(((y - 1) / 2) * cols + (x - 1) / 2);
+      } else {
+        const a = y % 2 === 0 ? hLine(rows, cols, y / 2, (x - 1) / 2) : vLine(rows, cols, (y - 1) / 2, x / 2);
+        el = document.createElement("button");
+        el.type = "button";
+        el.className = `line ${y % 2 === 0 ? "h" : "v"}`;
+        el.dataset.line = String(a);
+        el.setAttribute("aria-label", `Line ${formatLine(rows, cols, a)}`);
+        el.addEventListener("click", () => humanLine(a));
+      }
+      board.appendChild(el);
+    }
+  }
+}
+
+// the lines drawn, in the game's notation: what the API takes as "moves"
+const dotsMoves = () => state.lines.map((a) => formatLine(DOTS.rows, DOTS.cols, a)).join(" ");
+
+function renderDots() {
+  const { rows, cols } = DOTS;
+  const pos = dotsPosition(rows, cols, state.lines);
+  const last = state.lines.length ? state.lines[state.lines.length - 1] : -1;
+  const yourTurn = !state.over && !state.thinking && !state.error && pos.player === state.human;
+  const board = $("board");
+  for (const el of board.querySelectorAll(".line")) {
+    const a = Number(el.dataset.line);
+    const i = state.lines.indexOf(a);
+    el.className = `line ${el.classList.contains("h") ? "h" : "v"}` +
+      (i >= 0 ? ` drawn p${pos.movers[i]}` : "") + (a === last ? " last" : "");
+    el.disabled = i >= 0 || !yourTurn;
+  }
+  for (const el of board.querySelectorAll(".box")) {
+    const o = pos.owner[Number(el.dataset.box)];
+    el.className = o ? `box p${o}` : "box";
+    el.textContent = o ? (o === state.human ? "you" : "champ") : "";
+  }
+  board.dataset.moves = dotsMoves();
+  board.dataset.score = pos.score.join("-");
+  return { yourTurn, pos };
+}
+
 // ---- drawing --------------------------------------------------------------------------------------
 function buildBoard() {
   document.documentElement.style.setProperty("--cols", String(COLS));
+  $("probs").hidden = $("colnums").hidden = $("keys-help").hidden = !!DOTS;
+  const board = $("board");
+  board.classList.toggle("dots", !!DOTS);
+  board.style.gridTemplateColumns = "";
+  if (DOTS) {
+    buildDots();
+    return;
+  }
   const numbers = $("colnums");
   numbers.textContent = "";
   for (let c = 0; c < COLS; c++) {
@@ -80,7 +186,6 @@ function buildBoard() {
     numbers.appendChild(n);
   }
   $("keys").textContent = `1–${COLS}`;
-  const board = $("board");
   board.textContent = "";
   for (let c = 0; c < COLS; c++) {
     const col = document.createElement("button");
@@ -114,6 +219,11 @@ function fallTime(rows) {
 }
 
 function render(animateLast) {
+  if (DOTS) {
+    const { yourTurn, pos } = renderDots();
+    finishRender(yourTurn, pos.player);
+    return;
+  }
   const { g } = grid(state.moves);
   const board = $("board");
   const lastCol = state.moves.length ? Number(state.moves[state.moves.length - 1]) - 1 : -1;
@@ -154,11 +264,17 @@ function render(animateLast) {
     col.setAttribute("aria-disabled", String(!yourTurn || full));
   }
   board.dataset.moves = state.moves;
+  finishRender(yourTurn, toMove(state.moves));
+}
+
+// what both boards share: the board's state attributes, the buttons, status, answer and banner
+function finishRender(yourTurn, mover) {
+  const board = $("board");
   board.dataset.human = String(state.human);
   board.dataset.state = state.over ? "over" : state.error ? "error" : state.thinking ? "thinking" : "your-turn";
   board.dataset.result = state.over ? resultOf(state.over) : "";
   $("undo").disabled = !humanMoves().length;
-  renderStatus(yourTurn);
+  renderStatus(yourTurn && mover === state.human);
   renderAnswer();
   renderBanner();
 }
@@ -187,6 +303,11 @@ function renderStatus(yourTurn) {
     s.textContent = `Game over: ${RESULT_WORDS[resultOf(state.over)]}.`;
   } else if (state.thinking) {
     s.innerHTML = `${dot(champ)}The champion (${colour(champ)}) is thinking…`;
+  } else if (yourTurn && DOTS) {
+    const pos = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+    const again = state.lines.length && pos.movers[pos.movers.length - 1] === you ? "You took a box: move again. " : "";
+    s.innerHTML = `${dot(you)}${again}Your move: you are ${colour(you)}. Click a line. ` +
+      `Boxes: you ${pos.score[you - 1]}, the champion ${pos.score[champ - 1]}.`;
   } else if (yourTurn && state.full != null) {
     s.innerHTML = `${dot(you)}Column ${state.full + 1} is full: choose another column.`;
   } else if (yourTurn) {
@@ -249,6 +370,10 @@ function renderBanner() {
   banner.className = `banner ${result}`;
   $("banner-text").textContent =
     result === "won" ? "You win!" : result === "lost" ? "The champion wins." : "It's a draw.";
+  if (DOTS) {  // the boxes each side took
+    const { score } = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+    $("banner-text").textContent += ` Boxes: you ${score[state.human - 1]}, the champion ${score[2 - state.human]}.`;
+  }
   banner.hidden = false;
 }
 
@@ -299,6 +424,10 @@ function formatTime(iso) {
 
 // ---- the game -------------------------------------------------------------------------------------
 function humanMoves() {
+  if (DOTS) {
+    const { movers } = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+    return movers.flatMap((p, i) => (p === state.human ? [i] : []));
+  }
   const out = [];
   for (let i = 0; i < state.moves.length; i++) if ((i % 2) + 1 === state.human) out.push(i);
   return out;
@@ -324,9 +453,25 @@ function humanMove(col) {
   if (!state.over) askChampion();
 }
 
+// Dots and Boxes: a line drawn, by either side; the champion moves again after taking a box
+function playLine(a) {
+  state.lines = [...state.lines, a];
+  state.over = dotsPosition(DOTS.rows, DOTS.cols, state.lines).over;
+  render(false);
+}
+
+function humanLine(a) {
+  const pos = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+  if (state.unplayable || state.over || state.thinking || state.error || pos.player !== state.human) return;
+  if (pos.drawn.has(a)) return;
+  playLine(a);
+  const after = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+  if (!state.over && after.player !== state.human) askChampion();
+}
+
 async function askChampion() {
   const token = state.token;
-  const moves = state.moves;
+  const moves = DOTS ? dotsMoves() : state.moves;
   // "256+16": 256 simulations, search leaves of 16+ stones settled by the exact solver
   const [simulations, probe_from = 0] = $("strength").value.split("+").map(Number);
   state.thinking = true;
@@ -354,6 +499,22 @@ async function askChampion() {
   }
   if (token !== state.token) return;
   const rtt = performance.now() - sent;
+  if (DOTS) {
+    const pos = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+    state.thinking = false;
+    if (!Number.isInteger(answer.action) || pos.drawn.has(answer.action) || answer.action >= lineCount(DOTS.rows, DOTS.cols)) {
+      state.error = `it answered an illegal line (${answer.move})`;
+      render(false);
+      return;
+    }
+    state.answer = answer;
+    if (answer.champion) noteChampion(answer.champion);
+    $("latency").textContent = `Last answer: ${Math.round(rtt)} ms (server ${answer.ms} ms).`;
+    playLine(answer.action);
+    const after = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+    if (!state.over && after.player !== state.human) askChampion();  // it took a box: again
+    return;
+  }
   if (!Number.isInteger(answer.column) || !canPlay(moves, answer.column)) {
     state.thinking = false;
     state.error = `it answered an illegal column (${answer.column})`;
@@ -384,6 +545,7 @@ function newGame() {
   const first = document.querySelector('input[name="first"]:checked').value;
   state.human = first === "champion" ? 2 : 1;
   state.moves = "";
+  state.lines = [];
   state.over = null;
   state.answer = null;
   state.full = null;
@@ -405,7 +567,8 @@ function undo() {
   if (!mine.length) return;
   cancelThinking();
   // back to just before your last move: you are to move again
-  state.moves = state.moves.slice(0, mine[mine.length - 1]);
+  if (DOTS) state.lines = state.lines.slice(0, mine[mine.length - 1]);
+  else state.moves = state.moves.slice(0, mine[mine.length - 1]);
   state.over = null;
   state.answer = null;
   state.full = null;
@@ -417,17 +580,25 @@ function undo() {
 // table (which answers from its entries); a new board starts a new game
 function setGame(info) {
   const game = info.game || { name: "connect4", title: "Connect Four", params: { rows: 6, cols: 7, connect: 4 } };
-  const drawable = game.name === "connect4";
+  const dots = game.name === "dots_and_boxes" ? { rows: game.params.rows, cols: game.params.cols } : null;
+  const drawable = game.name === "connect4" || !!dots;
   const unplayable = drawable ? null : game.title;
-  const { rows, cols, connect } = drawable ? game.params : { rows: ROWS, cols: COLS, connect: CONNECT };
+  const { rows, cols, connect } = game.name === "connect4" ? game.params : { rows: ROWS, cols: COLS, connect: CONNECT };
   const table = info.kind === "table";
-  for (const option of $("strength").options) option.disabled = table && option.value !== "0";
+  // a table answers from its entries; exact endgames ("+") are Connect Four's solver's
+  for (const option of $("strength").options) {
+    option.disabled = (table && option.value !== "0") || (game.name !== "connect4" && option.value.includes("+"));
+  }
   if (table) $("strength").value = "0";
   $("strength").options[0].textContent = table ? "Table (instant)" : "Network (instant)";
   $("game-title").textContent = game.title;
   document.title = `${game.title}: play the champion`;
-  if (rows === ROWS && cols === COLS && connect === CONNECT && unplayable === state.unplayable) return;
-  [ROWS, COLS, CONNECT] = [rows, cols, connect];
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  if (rows === ROWS && cols === COLS && connect === CONNECT && same(dots, DOTS) && unplayable === state.unplayable) {
+    return;
+  }
+  [ROWS, COLS, CONNECT, DOTS] = [rows, cols, connect, dots];
+  if (DOTS) COLS = DOTS.cols + 2;  // the page's width (--cols): a box is wider than a column
   state.unplayable = unplayable;
   $("board").dataset.rows = String(ROWS);
   $("board").dataset.cols = String(COLS);
@@ -471,7 +642,7 @@ document.addEventListener("keydown", (e) => {
   const tag = e.target && e.target.tagName;
   // digits would pick an option in the strength menu; radio buttons pass them on
   if (tag === "SELECT" || tag === "TEXTAREA" || (tag === "INPUT" && e.target.type !== "radio")) return;
-  if (e.key >= "1" && e.key <= String(COLS)) {
+  if (!DOTS && e.key >= "1" && e.key <= String(COLS)) {
     e.preventDefault();
     humanMove(Number(e.key) - 1);
   } else if (e.key === "n" || e.key === "N") {
