@@ -54,9 +54,13 @@ up: venv
 down:
 	@AIRFLOW_HOME=$(AIRFLOW_HOME) VENV=$(abspath $(VENV)) bash docker/up.sh down
 
+# two workers (pytest-xdist), each taking a whole test file at a time (--dist loadfile: a module's
+# servers and leagues stay in one process): most tests wait on servers and subprocesses, so two
+# fill two cores; TEST_WORKERS=0 runs every test in this one process
+TEST_WORKERS ?= 2
 test: venv
 	$(VENV)/bin/ruff check c4core tests benchmarks dags plugins
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --durations=25 $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 # everything but the tests marked slow (leagues, servers, browsers): a couple of minutes
 test-fast: venv
