@@ -134,26 +134,10 @@ SLOW_FIXTURES = frozenset(
 `make test-fast` (``-m "not slow"``) leaves it out and `make test` still runs it."""
 
 
-LONGEST_FIRST = (
-    "test_ui.py",
-    "test_dag.py",
-    "test_registry.py",
-    "test_makefile.py",
-    "test_pod.py",
-    "test_registry_postgres.py",
-    "test_lease.py",
-)
-"""The test files that take longest (minutes each: leagues, the Airflow stack, images), run
-first: `make test`'s two workers each take whole files in collection order, so the long ones
-overlap the many short ones instead of leaving one worker alone at the end."""
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order
 
 
 class CountingPlayer(Player):
