@@ -313,9 +313,9 @@ def _game_of(tracking: Tracking, version: Any) -> Game:
     """The game a registered version plays, from its league's parameters (game, rows, cols,
     connect: `LeagueConfig.board`); Connect Four for a version without them."""
     params = tracking.client().get_run(version.run_id).data.params if version.run_id else {}
+    name = params.get("game", ConnectFour.name)
     try:
-        takes = load(params.get("game", "connect4")).params
-        return load(params.get("game", "connect4"), **{k: int(params[k]) for k in takes if k in params})
+        return load(name, **{k: int(params[k]) for k in load(name).params if k in params})
     except ValueError:
         return ConnectFour()
 

@@ -13,6 +13,7 @@ installs it) turns the skip into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -51,14 +52,10 @@ STRENGTH_TAGS = {"win_vs_tactical": "0.9550", "suite_keeps_result": "0.8770", "s
 
 
 @pytest.fixture(scope="module")
-def champion(tmp_path_factory: pytest.TempPathFactory) -> tuple[Tracking, ModelVersion]:
+def champion(blank_db: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Tracking, ModelVersion]:
     """A store whose champion, connect4/1 of league ``browser``, has an Elo, a win rate against
     tactical and a suite score (`STRENGTH_TAGS`)."""
-    from mlflow.tracking import MlflowClient
-
-    blank = tmp_path_factory.mktemp("blank") / "mlflow.db"
-    MlflowClient(f"sqlite:///{blank}").search_experiments()
-    tracking: Tracking = blank_store(blank, tmp_path_factory.mktemp("store"))
+    tracking = blank_store(blank_db, tmp_path_factory.mktemp("store"))
     version = publish(tracking, 1, seed=0, elo=312.0, league="browser")
     for key, value in STRENGTH_TAGS.items():
         tracking.client().set_model_version_tag(version.name, version.version, key, value)
@@ -546,18 +543,20 @@ def test_the_header_names_the_league_and_its_measured_strength(site: str, champi
 
 
 # ---- another board ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def connect3_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Tracking]]:
-    """The page of a store whose champion is a Q-table of Connect-3 on 4x4 (test_app.py)."""
-    from mlflow.tracking import MlflowClient
+@contextlib.contextmanager
+def serving(tracking: Tracking, uri: str) -> Iterator[str]:
+    """The play page on a real port, following the champion at `uri`: its URL."""
+    with ServerThread(create_app(ChampionSource(tracking, uri=uri, refresh_s=2))) as server:
+        yield server.url
 
-    blank = tmp_path_factory.mktemp("blank3") / "mlflow.db"
-    MlflowClient(f"sqlite:///{blank}").search_experiments()
-    tracking = blank_store(blank, tmp_path_factory.mktemp("store3"))
+
+@pytest.fixture(scope="module")
+def connect3_site(blank_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Tracking]]:
+    """The page of a store whose champion is a Q-table of Connect-3 on 4x4 (test_app.py)."""
+    tracking = blank_store(blank_db, tmp_path_factory.mktemp("store3"))
     publish_connect3(tracking, "table")
-    source = ChampionSource(tracking, uri="models:/connect3-4x4@champion", refresh_s=2)
-    with ServerThread(create_app(source)) as server:
-        yield server.url, tracking
+    with serving(tracking, "models:/connect3-4x4@champion") as url:
+        yield url, tracking
 
 
 def test_a_connect3_table_champion_plays_whole_games_on_its_own_board(
@@ -597,17 +596,12 @@ def test_a_connect3_table_champion_plays_whole_games_on_its_own_board(
 
 
 @pytest.fixture(scope="module")
-def dots_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def dots_site(blank_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The page of a store whose champion is an untrained net of Dots and Boxes on 2x2 boxes."""
-    from mlflow.tracking import MlflowClient
-
-    blank = tmp_path_factory.mktemp("blankdots") / "mlflow.db"
-    MlflowClient(f"sqlite:///{blank}").search_experiments()
-    tracking = blank_store(blank, tmp_path_factory.mktemp("storedots"))
+    tracking = blank_store(blank_db, tmp_path_factory.mktemp("storedots"))
     publish_dots(tracking)
-    source = ChampionSource(tracking, uri="models:/dots-and-boxes-2x2@champion", refresh_s=2)
-    with ServerThread(create_app(source)) as server:
-        yield server.url
+    with serving(tracking, "models:/dots-and-boxes-2x2@champion") as url:
+        yield url
 
 
 def box_owners(state: DotsState) -> list[int]:

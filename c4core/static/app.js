@@ -465,8 +465,12 @@ function humanLine(a) {
   if (state.unplayable || state.over || state.thinking || state.error || pos.player !== state.human) return;
   if (pos.drawn.has(a)) return;
   playLine(a);
-  const after = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
-  if (!state.over && after.player !== state.human) askChampion();
+  championIfToMove();
+}
+
+// after a line: the champion moves unless the game is over or whoever drew took a box and is you
+function championIfToMove() {
+  if (!state.over && dotsPosition(DOTS.rows, DOTS.cols, state.lines).player !== state.human) askChampion();
 }
 
 async function askChampion() {
@@ -499,37 +503,32 @@ async function askChampion() {
   }
   if (token !== state.token) return;
   const rtt = performance.now() - sent;
-  if (DOTS) {
-    const pos = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
+  const legal = DOTS
+    ? Number.isInteger(answer.action) && answer.action < lineCount(DOTS.rows, DOTS.cols) &&
+      !dotsPosition(DOTS.rows, DOTS.cols, state.lines).drawn.has(answer.action)
+    : Number.isInteger(answer.column) && canPlay(moves, answer.column);
+  if (!legal) {
     state.thinking = false;
-    if (!Number.isInteger(answer.action) || pos.drawn.has(answer.action) || answer.action >= lineCount(DOTS.rows, DOTS.cols)) {
-      state.error = `it answered an illegal line (${answer.move})`;
-      render(false);
-      return;
-    }
-    state.answer = answer;
-    if (answer.champion) noteChampion(answer.champion);
-    $("latency").textContent = `Last answer: ${Math.round(rtt)} ms (server ${answer.ms} ms).`;
-    playLine(answer.action);
-    const after = dotsPosition(DOTS.rows, DOTS.cols, state.lines);
-    if (!state.over && after.player !== state.human) askChampion();  // it took a box: again
-    return;
-  }
-  if (!Number.isInteger(answer.column) || !canPlay(moves, answer.column)) {
-    state.thinking = false;
-    state.error = `it answered an illegal column (${answer.column})`;
+    state.error = DOTS ? `it answered an illegal line (${answer.move})` : `it answered an illegal column (${answer.column})`;
     render(false);
     return;
   }
-  // let the stone you just dropped land before the champion's falls
-  const wait = state.lastDrop + fallTime(ROWS) * 1000 - performance.now();
-  if (wait > 0) await new Promise((ok) => setTimeout(ok, wait));
-  if (token !== state.token) return;
+  if (!DOTS) {
+    // let the stone you just dropped land before the champion's falls
+    const wait = state.lastDrop + fallTime(ROWS) * 1000 - performance.now();
+    if (wait > 0) await new Promise((ok) => setTimeout(ok, wait));
+    if (token !== state.token) return;
+  }
   state.thinking = false;
   state.answer = answer;
   if (answer.champion) noteChampion(answer.champion);
   $("latency").textContent = `Last answer: ${Math.round(rtt)} ms (server ${answer.ms} ms).`;
-  play(answer.column);
+  if (DOTS) {
+    playLine(answer.action);
+    championIfToMove();  // it took a box: it moves again
+  } else {
+    play(answer.column);
+  }
 }
 
 function cancelThinking() {
