@@ -741,7 +741,7 @@ def update_ratings(store: MLflowStore, fit: EloFit, generation: int) -> None:
         now = int(time.time() * 1000)
         # one decimal, as everywhere an Elo is shown (`c4core.figures.elo`)
         ladder = sorted(fit.ratings.items())
-        metrics = [Metric(f"elo/{m}", round(float(r), 1), now, generation) for m, r in ladder]
+        metrics = [Metric(f"elo/{m}", float(elo(r)), now, generation) for m, r in ladder]
         store.client.log_batch(store.league_run_id, metrics=metrics)
 
 
