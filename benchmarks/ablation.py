@@ -77,8 +77,9 @@ def arm_config(arm: str) -> Any:
 
 def cmd_base(args: argparse.Namespace) -> int:
     """Copy a finished league from MLflow into a `LocalStore` folder."""
-    from c4core.league import LocalStore
-    from c4core.registry import Tracking, open_league
+    from c4core.league.store import LocalStore
+    from c4core.tracking.reports import open_league
+    from c4core.tracking.store import Tracking
 
     store = open_league(Tracking.for_uri(args.tracking_uri), args.league)
     out = LocalStore(args.out)
@@ -98,7 +99,7 @@ def cmd_base(args: argparse.Namespace) -> int:
 def _seed_arm(base: Path, folder: Path, roles: tuple[str, ...]) -> None:
     """The base's snapshots of `roles`, and the records among them and the bots, into `folder`."""
     from c4core.config import BOT_NAMES, role_of
-    from c4core.league import LocalStore
+    from c4core.league.store import LocalStore
 
     if folder.exists():
         shutil.rmtree(folder)
@@ -139,7 +140,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     """The arm's league itself (the child of `arm`): every generation logged as it ends."""
     import torch
 
-    from c4core.league import LocalStore, run_league
+    from c4core.league.generation import run_league
+    from c4core.league.store import LocalStore
 
     torch.set_num_threads(1)
     config = arm_config(args.arm)
@@ -167,11 +169,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from c4core.config import generation_of
-    from c4core.league import LocalStore, champion, exploitability, fit_ratings
-    from c4core.match import play_match
-    from c4core.net import NetPlayer
-    from c4core.search import SearchPlayer
-    from c4core.suite import default_suite_path, evaluate_suite, load_suite
+    from c4core.evaluation.match import play_match
+    from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite
+    from c4core.league.members import champion, exploitability, fit_ratings
+    from c4core.league.store import LocalStore
+    from c4core.learners.net import NetPlayer
+    from c4core.learners.search import SearchPlayer
 
     torch.set_num_threads(1)
     suite = load_suite(args.suite or default_suite_path())

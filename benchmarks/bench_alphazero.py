@@ -11,7 +11,7 @@ variants side by side, one torch thread each, so they share the machine equally:
 The JSON overrides `AlphaZeroConfig` fields, the search's in a nested object such as
 `{"search": {"simulations": 32}}` (`iterations` is ignored: the run is timed).
 `--grow 4x64` first grows the net to 4 blocks of 64 channels without changing what it computes
-(`c4core.net.grown`). `--bots tactical,lookahead` also plays `--bot-games` greedy games against
+(`c4core.learners.net.grown`). `--bots tactical,lookahead` also plays `--bot-games` greedy games against
 each named bot at every report (4 random opening plies, colours alternated, seed 1, as `c4 match
 ... --seed 1`). Each line: iterations, seconds, the value error on suite positions of plies 4-10
 and 11-20 (mean squared difference between the network's value and the exact result +1/0/-1, all
@@ -28,14 +28,14 @@ from dataclasses import replace
 
 import torch
 
-from c4core.alphazero import train
-from c4core.batch import Boards
-from c4core.bots import BOTS
 from c4core.config import AlphaZeroConfig, overridden
-from c4core.match import play_match
-from c4core.net import Checkpoint, NetPlayer, grown
-from c4core.search import SearchPlayer
-from c4core.suite import default_suite_path, evaluate_suite, load_suite, outcome
+from c4core.evaluation.match import play_match
+from c4core.games import ConnectFour
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite, outcome
+from c4core.learners.alphazero import train
+from c4core.learners.net import Checkpoint, NetPlayer, grown
+from c4core.learners.search import SearchPlayer
 
 
 def main() -> None:
@@ -52,6 +52,7 @@ def main() -> None:
     p.add_argument("--bot-games", type=int, default=4000, help="greedy games against each bot (even)")
     args = p.parse_args()
     bots = [b for b in args.bots.split(",") if b]
+    BOTS = ConnectFour().bots()  # noqa: N806 - the standard board's scripted players
     if unknown := set(bots) - set(BOTS):
         p.error(f"unknown bot(s) {', '.join(sorted(unknown))}: choose from {', '.join(BOTS)}")
     torch.set_num_threads(args.threads)

@@ -34,9 +34,11 @@ def publish(root: Path) -> str:
     import torch
 
     from c4core.config import profile
-    from c4core.elo import EloFit
-    from c4core.net import Checkpoint, PolicyValueNet
-    from c4core.registry import MLflowStore, Tracking, promote_champion, register_snapshot
+    from c4core.evaluation.elo import EloFit
+    from c4core.learners.net import Checkpoint, PolicyValueNet
+    from c4core.tracking.champion import promote_champion
+    from c4core.tracking.store import MLflowStore, Tracking
+    from c4core.tracking.versions import register_snapshot
 
     tracking = Tracking.embedded(root)
     config = profile("cpu", name="bench-app")
@@ -50,7 +52,7 @@ def publish(root: Path) -> str:
 
 
 def positions(n: int, seed: int = 0) -> list[str]:
-    from c4core.game import Position
+    from c4core.games.connect4.rules import Position
 
     rng = random.Random(seed)
     out = []

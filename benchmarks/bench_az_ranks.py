@@ -29,10 +29,10 @@ import torch
 
 
 def _rank(rank: int, world: int, port: int, base: str, iterations: int, games: int | None, out: Any) -> None:
-    from c4core.alphazero import train
     from c4core.config import PROFILES
-    from c4core.league import LocalStore
-    from c4core.ranks import ALONE, joined
+    from c4core.league.store import LocalStore
+    from c4core.learners.alphazero import train
+    from c4core.learners.ranks import ALONE, joined
 
     torch.set_num_threads(1)
     profile = PROFILES["cpu-az"]
@@ -51,7 +51,7 @@ def _rank(rank: int, world: int, port: int, base: str, iterations: int, games: i
 
 
 def run(world: int, base: str, iterations: int, games: int | None = None) -> dict[str, Any]:
-    from c4core.ranks import rendezvous
+    from c4core.learners.ranks import rendezvous
 
     meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")

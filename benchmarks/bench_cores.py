@@ -2,7 +2,7 @@
 
 Runs a command (by default `make league`), samples its whole process tree once a second with
 psutil, and reports the wall time, the CPU time of the tree, and the CPU rate while learners
-train in processes of their own (`c4core.league.train_learners`, and the other ranks of a
+train in processes of their own (`c4core.league.processes.train_learners`, and the other ranks of a
 data-parallel learner: a sample counts as training when at least `--learners` spawned processes
 are alive and busy, a rank server waiting for its next learner not counting; 2 for two roles, 1
 for one learner on two ranks, whose rank 0 is not spawned)::
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from c4core.league import IDLE_RANK
+from c4core.league.processes import IDLE_RANK
 
 
 def tree_cpu(root: psutil.Process, spawned: set[int]) -> tuple[float, int]:

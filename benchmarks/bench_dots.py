@@ -22,12 +22,13 @@ from pathlib import Path
 
 import torch
 
-import c4core.dots_solver as dots_solver
-from c4core.bots import GreedyBot, RandomBot
-from c4core.dots_solver import DotsPerfectBot, DotsSolver
+import c4core.games.dots_and_boxes.solver as dots_solver
+from c4core.evaluation.match import play_match
 from c4core.games import load
+from c4core.games.dots_and_boxes.bots import GreedyBot
 from c4core.games.dots_and_boxes.rules import Boxes
-from c4core.match import play_match
+from c4core.games.dots_and_boxes.solver import DotsPerfectBot, DotsSolver
+from c4core.games.players import RandomBot
 
 
 def timed(fn, *args, **kwargs) -> float:

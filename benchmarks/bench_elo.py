@@ -1,4 +1,4 @@
-"""Benchmark ``c4core.elo.fit_elo`` on a simulated league with known ratings.
+"""Benchmark ``c4core.evaluation.elo.fit_elo`` on a simulated league with known ratings.
 
 Simulates ``--players`` players (one of them the anchor ``"random"`` at true rating 0)
 and ``--pairings`` match records between random pairs with ``--min-games`` to
@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from c4core.elo import ELO_SCALE, fit_elo
+    from c4core.evaluation.elo import ELO_SCALE, fit_elo
 except ModuleNotFoundError:
     # Lets the script run from a plain checkout without installing the package.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from c4core.elo import ELO_SCALE, fit_elo
+    from c4core.evaluation.elo import ELO_SCALE, fit_elo
 
 ANCHOR = "random"
 

@@ -20,10 +20,10 @@ import time
 
 import torch
 
-from c4core.batch import Boards
-from c4core.bots import RandomBot, play_opening
 from c4core.config import AlphaZeroConfig, NetConfig, PPOConfig, SearchConfig
-from c4core.net import PolicyValueNet
+from c4core.games.connect4.batch import Boards
+from c4core.games.players import RandomBot, play_opening
+from c4core.learners.net import PolicyValueNet
 
 
 def timed(fn) -> float:
@@ -44,7 +44,7 @@ def random_games() -> None:
 
 
 def search_step() -> None:
-    from c4core.search import search
+    from c4core.learners.search import search
 
     boards, gen = Boards(256), torch.Generator().manual_seed(1)
     play_opening(boards, torch.randint(0, 12, (256,), generator=gen), gen)
@@ -52,13 +52,13 @@ def search_step() -> None:
 
 
 def ppo_iteration() -> None:
-    from c4core.ppo import train
+    from c4core.learners.ppo import train
 
     train(net(), PPOConfig(iterations=1, games=256), [RandomBot(), None], seed=3)
 
 
 def alphazero_iteration() -> None:
-    from c4core.alphazero import train
+    from c4core.learners.alphazero import train
 
     config = AlphaZeroConfig(iterations=1, games=64, search=SearchConfig(simulations=32, root_noise=True))
     train(net(), config, seed=4)

@@ -18,11 +18,12 @@ import time
 
 import torch
 
-from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
-from c4core.match import play_match
-from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ppo import train
+from c4core.evaluation.match import play_match
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.players import RandomBot
+from c4core.learners.net import NetPlayer, PolicyValueNet
+from c4core.learners.ppo import train
 
 
 def main() -> None:

@@ -26,10 +26,11 @@ from dataclasses import replace
 def learner(iterations: int, threads: int, seed: int, out: multiprocessing.Queue) -> None:
     import torch
 
-    from c4core.bots import RandomBot, TacticalBot
     from c4core.config import PROFILES
-    from c4core.net import PolicyValueNet
-    from c4core.ppo import train
+    from c4core.games.connect4.bots import TacticalBot
+    from c4core.games.players import RandomBot
+    from c4core.learners.net import PolicyValueNet
+    from c4core.learners.ppo import train
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
@@ -81,7 +82,8 @@ def ranked(iterations: int, ranks: int) -> dict[str, float]:
     import torch
 
     from c4core.config import PROFILES
-    from c4core.league import LocalStore, train_generation
+    from c4core.league.processes import train_generation
+    from c4core.league.store import LocalStore
 
     torch.set_num_threads(1)
     base = PROFILES["cpu"]

@@ -19,11 +19,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_ppo import SEED, TINY, standard_error  # noqa: E402  (the test's own settings)
 
-from c4core.bots import RandomBot  # noqa: E402
 from c4core.config import PPOConfig  # noqa: E402
-from c4core.match import play_match  # noqa: E402
-from c4core.net import NetPlayer, PolicyValueNet  # noqa: E402
-from c4core.ppo import train  # noqa: E402
+from c4core.evaluation.match import play_match  # noqa: E402
+from c4core.games.players import RandomBot  # noqa: E402
+from c4core.learners.net import NetPlayer, PolicyValueNet  # noqa: E402
+from c4core.learners.ppo import train  # noqa: E402
 
 
 def main() -> None:

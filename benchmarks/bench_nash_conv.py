@@ -17,10 +17,11 @@ import numpy as np
 import torch
 
 from c4core.config import NetConfig
-from c4core.exploitability import _graph, nash_conv, policy_of
+from c4core.evaluation.exploitability import _graph, nash_conv, policy_of
+from c4core.evaluation.positions import position_index
 from c4core.games import load
-from c4core.net import NetPlayer, PolicyValueNet
-from c4core.tabular import QTable, TablePlayer, position_index
+from c4core.learners.net import NetPlayer, PolicyValueNet
+from c4core.learners.tabular import QTable, TablePlayer
 
 
 def timed(fn, repeats: int) -> list[float]:

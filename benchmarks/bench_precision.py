@@ -22,9 +22,9 @@ from dataclasses import replace
 import torch
 
 from c4core.config import PRECISIONS, PROFILES
-from c4core.game import NUM_PLANES
-from c4core.net import PolicyValueNet
-from c4core.ranks import ALONE
+from c4core.games.connect4.rules import NUM_PLANES
+from c4core.learners.net import PolicyValueNet
+from c4core.learners.ranks import ALONE
 
 BATCHES = (64, 256, 1024)
 

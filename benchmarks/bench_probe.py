@@ -24,14 +24,14 @@ from dataclasses import replace
 
 import torch
 
-from c4core.batch import Boards
 from c4core.config import SearchConfig
 from c4core.entry import registry_fetch, tracking_uri
-from c4core.net import NetPlayer
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.solver import Solver
+from c4core.games.connect4.suite import SuitePosition, default_suite_path, evaluate_suite, load_suite, outcome
+from c4core.learners.net import NetPlayer
+from c4core.learners.search import SearchPlayer, search, search_position
 from c4core.players import make_player
-from c4core.search import SearchPlayer, search, search_position
-from c4core.solver import Solver
-from c4core.suite import SuitePosition, default_suite_path, evaluate_suite, load_suite, outcome
 
 
 def main() -> None:

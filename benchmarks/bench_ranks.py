@@ -25,9 +25,10 @@ import torch
 
 
 def _opponents(base: str) -> list[Any]:
-    from c4core.bots import RandomBot, TacticalBot
-    from c4core.league import LocalStore
-    from c4core.net import NetPlayer
+    from c4core.games.connect4.bots import TacticalBot
+    from c4core.games.players import RandomBot
+    from c4core.league.store import LocalStore
+    from c4core.learners.net import NetPlayer
 
     store = LocalStore(base)
     nets = [NetPlayer(store.snapshot(g).build("cpu"), name=f"gen{g}", greedy=False) for g in (4, 5, 6)]
@@ -35,7 +36,7 @@ def _opponents(base: str) -> list[Any]:
 
 
 def _rank(rank: int, world: int, port: int, base: str, precision: str, out: Any) -> None:
-    from c4core.ranks import ALONE, joined
+    from c4core.learners.ranks import ALONE, joined
 
     torch.set_num_threads(1)
     with joined(port, rank, world) if world > 1 else nullcontext(ALONE) as ranks:
@@ -46,9 +47,9 @@ def _iterations(base: str, ranks: Any, precision: str) -> list[tuple[float, floa
     """Rank `ranks.rank`'s (collection, update) seconds of iterations 2-5, the net's trunk in
     `precision`."""
     from c4core.config import PROFILES
-    from c4core.league import LocalStore
-    from c4core.net import PolicyValueNet
-    from c4core.ppo import collect, ppo_update
+    from c4core.league.store import LocalStore
+    from c4core.learners.net import PolicyValueNet
+    from c4core.learners.ppo import collect, ppo_update
 
     config = replace(PROFILES["cpu"].ppo, ranks=ranks.world)
     net = PolicyValueNet(replace(PROFILES["cpu"].net, precision=precision))
@@ -67,7 +68,7 @@ def _iterations(base: str, ranks: Any, precision: str) -> list[tuple[float, floa
 
 
 def run(world: int, base: str, precision: str) -> dict[str, Any]:
-    from c4core.ranks import rendezvous
+    from c4core.learners.ranks import rendezvous
 
     meeting = rendezvous(world)
     ctx = multiprocessing.get_context("spawn")

@@ -3,7 +3,7 @@
 1. Scores a network with and without search on ``../shared/suite/dev.jsonl`` (all counted
    positions in one batch, one tree each) and reports the wall time and the suite metrics.
 2. Plays the head-to-head harness: ``<net>+mcts<N>`` against the same net played greedily,
-   colours alternated in pairs that share a random opening (`c4core.match.play_match`).
+   colours alternated in pairs that share a random opening (`c4core.evaluation.match.play_match`).
 
 A 2x32 net with random weights is enough for timing; pass a trained checkpoint to see strength.
 Usage: python benchmarks/bench_search.py [--checkpoint runs/default/gen6.pt] [--simulations 256]
@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 from c4core.config import NetConfig, SearchConfig
-from c4core.match import MatchResult, play_match
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.search import SearchPlayer
-from c4core.suite import default_suite_path, evaluate_suite, load_suite
+from c4core.evaluation.match import MatchResult, play_match
+from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.learners.search import SearchPlayer
 
 
 def load_net(checkpoint: str | None, seed: int = 0) -> tuple[PolicyValueNet, str]:

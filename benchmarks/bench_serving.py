@@ -45,7 +45,8 @@ def build_store(root: Path) -> str:
     import torch
 
     from c4core.config import profile
-    from c4core.registry import MLflowStore, Tracking, run_league_tracked
+    from c4core.tracking.runs import run_league_tracked
+    from c4core.tracking.store import MLflowStore, Tracking
 
     torch.set_num_threads(1)
     uri = f"sqlite:///{root / 'mlflow.db'}"
@@ -82,7 +83,7 @@ def start_server(uri: str, workers: int, log: Path) -> tuple[subprocess.Popen, s
 
 def positions(n: int, seed: int = 0) -> list[str]:
     """Random live positions as move strings (0-20 plies)."""
-    from c4core.game import Position
+    from c4core.games.connect4.rules import Position
 
     rng = random.Random(seed)
     out = []
@@ -120,7 +121,7 @@ def latency(url: str, moves: list[str], warmup: int = 30) -> dict[str, float]:
 
 
 def load(url: str, moves: list[str], clients: int, seconds: float) -> dict[str, float]:
-    from c4core.game import Position
+    from c4core.games.connect4.rules import Position
 
     legal = {m: set(Position.from_moves(m).legal_moves()) for m in moves}
     ok = [0] * clients

@@ -14,8 +14,8 @@ import argparse
 import statistics
 import time
 
-from c4core.solver import Solver
-from c4core.suite import bucket_of, default_suite_path, load_suite, outcome
+from c4core.games.connect4.solver import Solver
+from c4core.games.connect4.suite import bucket_of, default_suite_path, load_suite, outcome
 
 
 def main() -> None:

@@ -22,7 +22,8 @@ import torch
 
 import c4core
 from c4core.config import profile
-from c4core.league import LocalStore, run_league
+from c4core.league.generation import run_league
+from c4core.league.store import LocalStore
 
 BOARDS = ((6, 7, 4), (4, 4, 3))
 

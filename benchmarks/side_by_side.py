@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from side_by_side import finish_all, league_command, league_state, start, title_problems  # noqa: E402
 
-from c4core.registry import Tracking  # noqa: E402
+from c4core.tracking.store import Tracking  # noqa: E402
 
 SEEDS = (1, 2, 3, 4)
 

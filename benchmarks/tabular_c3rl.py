@@ -18,14 +18,14 @@ import time
 import numpy as np
 import torch
 
-from c4core.batch import Boards
-from c4core.bots import Player, RandomBot, sample_columns
 from c4core.config import TabularConfig
-from c4core.exploitability import nash_conv, policy_of
+from c4core.evaluation.exploitability import nash_conv, policy_of
+from c4core.evaluation.match import WDL, play_match
 from c4core.games import load
-from c4core.match import WDL, play_match
-from c4core.solver import PerfectBot
-from c4core.tabular import QTable, TablePlayer, train_table
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.solver import PerfectBot
+from c4core.games.players import Player, RandomBot, sample_actions
+from c4core.learners.tabular import QTable, TablePlayer, train_table
 
 GAME = load("connect3-4x4")
 
@@ -43,7 +43,7 @@ class WinElseBlock(Player):
         blocks = boards.column_bits(theirs) & legal
         weights = torch.where(blocks.any(1, keepdim=True), blocks, legal)
         weights = torch.where(wins.any(1, keepdim=True), wins, weights)
-        return sample_columns(weights.long(), generator)
+        return sample_actions(weights.long(), generator)
 
 
 def train(method: str, seed: int, games: int, every: int) -> tuple[QTable, list[dict[str, float]], float]:

@@ -15,9 +15,9 @@ import time
 import torch
 
 from c4core.config import TabularConfig
-from c4core.exploitability import nash_conv, policy_of
+from c4core.evaluation.exploitability import nash_conv, policy_of
 from c4core.games import load
-from c4core.tabular import QTable, TablePlayer, train_table
+from c4core.learners.tabular import QTable, TablePlayer, train_table
 
 
 def main() -> None:

@@ -66,8 +66,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from starlette.concurrency import run_in_threadpool
 
 from c4core.games import ConnectFour, Game, State, game_of, load
-from c4core.registry import MODEL_NAME, NASH_CONV, Tracking, load_checkpoint, resolve_version
 from c4core.serving import MAX_SIMULATIONS, BadInput, ProbingSolver, parse_record, probe_of
+from c4core.tracking.scores import NASH_CONV
+from c4core.tracking.store import MODEL_NAME, Tracking
+from c4core.tracking.uris import load_checkpoint, resolve_version
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ class ChampionInfo:
     suite_counted: int | None
     """How many suite positions that fraction counts; None when no suite scored it."""
     nash_conv: float | None
-    """Its exact NashConv (`c4core.registry.NASH_CONV`: 0 is unexploitable, 2 loses every game to
+    """Its exact NashConv (`c4core.tracking.scores.NASH_CONV`: 0 is unexploitable, 2 loses every game to
     a best response), on a board small enough to enumerate; None elsewhere."""
     promoted_at: str | None
     """When it became champion (ISO 8601, UTC)."""
@@ -169,7 +171,7 @@ class Champion:
     net: Any = None
     game: Game = ConnectFour()
     kind: str = "net"
-    """``"net"`` or ``"table"`` (`c4core.net.Checkpoint.kind`)."""
+    """``"net"`` or ``"table"`` (`c4core.learners.net.Checkpoint.kind`)."""
 
     def to_json(self) -> dict[str, Any]:
         """What the page is told: the info, what kind of model plays, and the game it draws."""

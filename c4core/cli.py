@@ -29,11 +29,11 @@ from c4core.entry import (
     tracking_uri,
 )
 from c4core.figures import elo
-from c4core.lease import DEFAULT_TTL, process_owner
+from c4core.tracking.lease import DEFAULT_TTL, process_owner
 
 if TYPE_CHECKING:
-    from c4core.game import Geometry
     from c4core.games import Game
+    from c4core.games.connect4.rules import Geometry
 
 
 class UsageError(ValueError):
@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---- match ---------------------------------------------------------------------------------------
 def cmd_match(args: argparse.Namespace) -> int:
-    from c4core.match import play_match
+    from c4core.evaluation.match import play_match
     from c4core.players import make_player
 
     fetch, game = _registry(args), _game(args)
@@ -344,7 +344,7 @@ def read_records(stream: TextIO, source: str) -> list[dict[str, Any]]:
 
 
 def cmd_elo(args: argparse.Namespace) -> int:
-    from c4core.elo import fit_elo, format_ladder
+    from c4core.evaluation.elo import fit_elo, format_ladder
 
     if args.results == "-":
         records = read_records(sys.stdin, "stdin")
@@ -362,14 +362,14 @@ def cmd_elo(args: argparse.Namespace) -> int:
 # ---- eval-suite ----------------------------------------------------------------------------------
 def cmd_eval_suite(args: argparse.Namespace) -> int:
     from c4core.games import DotsAndBoxes
-    from c4core.suite import default_suite_path, evaluate_suite, load_suite
+    from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite
 
     game = _game(args)
     dots = isinstance(game, DotsAndBoxes)
     if dots:
         if args.suite is not None:
             raise UsageError(f"{game.title}'s suite is made on the spot (--positions), not read from --suite")
-        from c4core.dots_suite import make_suite, score_suite
+        from c4core.games.dots_and_boxes.suite import make_suite, score_suite
 
         suite: Any = make_suite(game, args.positions, seed=args.seed)
     else:
@@ -380,8 +380,8 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
 
     import torch
 
+    from c4core.learners.search import SearchPlayer
     from c4core.players import make_player
-    from c4core.search import SearchPlayer
 
     # search runs hundreds of small forwards: extra threads mostly spin, and on a shared CPU
     # two threads measured 6-18x slower than one (benchmarks/bench_search.py)
@@ -407,7 +407,8 @@ def cmd_league(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from c4core.config import league_config
-    from c4core.league import LocalStore, run_league
+    from c4core.league.generation import run_league
+    from c4core.league.store import LocalStore
 
     name = args.profile or ("gpu" if torch.cuda.is_available() else "cpu")
     config = league_config(
@@ -438,7 +439,7 @@ def cmd_league(args: argparse.Namespace) -> int:
     suite = None
     if args.store == "mlflow" and not args.no_suite:
         from c4core.games import ConnectFour
-        from c4core.suite import default_suite_path, load_suite
+        from c4core.games.connect4.suite import default_suite_path, load_suite
 
         board = config.board
         if args.suite is not None and not isinstance(board, ConnectFour):
@@ -448,7 +449,8 @@ def cmd_league(args: argparse.Namespace) -> int:
             # a bad suite, or one of another board, fails now, naming file:line, not after a generation
             load_suite(suite, board.geometry)
     if args.store == "mlflow":
-        from c4core.registry import MLflowStore, Tracking, run_league_tracked
+        from c4core.tracking.runs import run_league_tracked
+        from c4core.tracking.store import MLflowStore, Tracking
 
         tracking = Tracking.for_uri(tracking_uri(args.tracking_uri))
         store: Any = MLflowStore(
@@ -525,7 +527,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         source: Any = folder
         out = Path(args.out) if args.out else folder / "report"
     else:
-        from c4core.registry import Tracking, open_league, read_league
+        from c4core.tracking.reports import open_league, read_league
+        from c4core.tracking.store import Tracking
 
         store = open_league(Tracking.for_uri(tracking_uri(args.tracking_uri)), args.league, args.config_hash)
         source = read_league(store)
@@ -543,8 +546,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     import torch
 
-    from c4core.game import Position, parse_column
     from c4core.games import ConnectFour
+    from c4core.games.connect4.rules import Position, parse_column
     from c4core.players import make_player
 
     stdin = stdin or sys.stdin
@@ -601,7 +604,7 @@ def cmd_serve_app(args: argparse.Namespace) -> int:
     import uvicorn
 
     from c4core.app import ChampionSource, create_app
-    from c4core.registry import Tracking
+    from c4core.tracking.store import Tracking
 
     if not args.refresh > 0:
         raise UsageError(f"--refresh must be a positive number of seconds, got {args.refresh}")

@@ -29,14 +29,14 @@ LEAGUE_BOTS: Mapping[str, tuple[str, ...]] = {
     "connect4": ("random", "tactical"),
     "dots_and_boxes": ("random", "greedy"),
 }
-"""Each game's scripted league members (`c4core.bots`), which anchor its ratings: ``random``
+"""Each game's scripted league members (`Game.bots`), which anchor its ratings: ``random``
 (pinned at 0 Elo) and the game's baseline bot, the bar the closing summary scores a champion
 against and that the PPO learner trains against."""
 LEAGUE_GAMES = tuple(LEAGUE_BOTS)
 """The games a league can train on, each on any board of its own (`c4core.games`), its named
 variants included."""
 SOLVED_GAMES = ("connect4",)
-"""The games with an exact solver (`c4core.solver`): the AlphaZero-style learner rescores its
+"""The games with an exact solver (`c4core.games.connect4.solver`): the AlphaZero-style learner rescores its
 targets with it (`AlphaZeroConfig.solve_from`) and its search probes it (`SearchConfig.probe_from`)
 only there."""
 BOT_NAMES = tuple(dict.fromkeys(bot for bots in LEAGUE_BOTS.values() for bot in bots))
@@ -44,13 +44,14 @@ BOT_NAMES = tuple(dict.fromkeys(bot for bots in LEAGUE_BOTS.values() for bot in 
 NET_LEARNERS = ("ppo", "alphazero")
 """The learners that train a network."""
 TABULAR_LEARNERS = ("q-learning", "sarsa")
-"""The learners that fit a table of every position (`c4core.tabular`)."""
+"""The learners that fit a table of every position (`c4core.learners.tabular`)."""
 MAIN_LEARNERS = ("ppo", *TABULAR_LEARNERS)
 """The learners a league's main agent can be given (`LeagueConfig.main_learner`)."""
 TABULAR_MOVES = 16
 """The longest game, in moves, whose positions are enumerated (in Python) for a table
-(`c4core.tabular`) and for exact NashConv (`c4core.exploitability`): Connect-3 on 4x4 (16 cells,
-23,930 positions in play) and Dots and Boxes on 2x2 boxes (12 lines) are such games."""
+(`c4core.learners.tabular`) and for exact NashConv (`c4core.evaluation.exploitability`): Connect-3
+on 4x4 (16 cells, 23,930 positions in play) and Dots and Boxes on 2x2 boxes (12 lines) are such
+games."""
 
 LEAGUE_VARIANTS = tuple(v for v, game in VARIANTS.items() if game.name in LEAGUE_GAMES)
 """The named variants (`c4core.games.VARIANTS`) a league can be asked for by one name: the
@@ -82,12 +83,12 @@ class SearchConfig:
     max_trees: int = 1024
     """Trees searched together; a larger batch is searched in chunks of this size to bound memory."""
     probe_from: int = 0
-    """Probe the exact solver (`c4core.solver`) at every new leaf with at least this many stones;
-    0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase settles
-    a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an exact
-    oracle, not the network's own strength: report it apart from plain search. A probe that
-    runs out of budget on a cold table may finish on a warm one, so a probing search depends
-    on what its solver has seen before, as an engine's does on its hash table."""
+    """Probe the exact solver (`c4core.games.connect4.solver`) at every new leaf with at least this
+    many stones; 0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase
+    settles a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an
+    exact oracle, not the network's own strength: report it apart from plain search. A probe that
+    runs out of budget on a cold table may finish on a warm one, so a probing search depends on what
+    its solver has seen before, as an engine's does on its hash table."""
     probe_nodes: int = 20_000
     """Node budget of one probe: a leaf that needs more is left to the network."""
 
@@ -230,7 +231,7 @@ class PPOConfig:
 
 @dataclass(frozen=True)
 class TabularConfig:
-    """Tabular Q-learning and SARSA hyperparameters per generation (`c4core.tabular`), after
+    """Tabular Q-learning and SARSA hyperparameters per generation (`c4core.learners.tabular`), after
     C3RL's Connect-3 experiment: its ε schedule, with the α and γ it did not state chosen here."""
 
     iterations: int = 10
@@ -315,7 +316,7 @@ class AlphaZeroConfig:
     """Add every sample's images under the game's symmetries (`Game.symmetries`: Connect Four's
     left-right mirror) to each minibatch."""
     solve_from: int = 0
-    """Rescore self-play with the exact solver (`c4core.solver`) from this ply on; 0 never.
+    """Rescore self-play with the exact solver (`c4core.games.connect4.solver`) from this ply on; 0 never.
     Decisions at or past it that the solver settles within `solve_nodes` take their exact
     result (win, draw or loss) as value target, and each game's earlier decisions take, as
     their outcome z, the exact result of the game's first settled position instead of how the
@@ -325,13 +326,13 @@ class AlphaZeroConfig:
     """Node budget of one exact solve: a position that needs more keeps its search targets."""
     league_share: float = field(default=0.0, metadata={HASHED: "when-changed"})
     """Fraction of each iteration's games the learner plays against league members drawn by
-    PFSP (`c4core.league.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
+    PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
     league_simulations: int = field(default=0, metadata={HASHED: "when-changed"})
     """How a drawn member plays in those games: 0 samples its raw network's policy; above 0 it
     searches with this many simulations a move (no root noise), as the learner does."""
     ranks: int = field(default=1, metadata={HASHED: "when-changed"})
     """Data-parallel processes the learner trains on, each with one torch thread
-    (`c4core.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
+    (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
     stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
     shares its weights. A batched search's time hardly grows with its batch, so ranks pay off on
     large iterations: two took 1.4-1.5x less time an iteration at 1,024 games, 1.1-1.2x at 256
@@ -392,7 +393,7 @@ class LeagueConfig:
     """First generation trained by the AlphaZero-style learner, continuing from the previous
     snapshot; earlier generations train by PPO. 0: PPO throughout."""
     main_learner: str = field(default="ppo", metadata={HASHED: "when-changed"})
-    """The main agent's learner (`c4core.learners.LEARNERS`): ``"ppo"`` (and the AlphaZero-style
+    """The main agent's learner (`c4core.learners.plugins.LEARNERS`): ``"ppo"`` (and the AlphaZero-style
     learner from `alphazero_from` on), or a tabular one, ``"q-learning"`` or ``"sarsa"``, which
     self-plays a table of every position (games of at most `TABULAR_MOVES` moves). Exploiters
     always learn by PPO, so a league may mix a table and networks."""

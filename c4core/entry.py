@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from c4core.figures import elo, percent
 
 if TYPE_CHECKING:
-    from c4core.elo import EloFit
-    from c4core.match import MatchResult
-    from c4core.net import Checkpoint
+    from c4core.evaluation.elo import EloFit
+    from c4core.evaluation.match import MatchResult
+    from c4core.learners.net import Checkpoint
     from c4core.players import RegistryFetch
-    from c4core.registry import MLflowStore
+    from c4core.tracking.store import MLflowStore
 
 NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 """The CPU flags (as Linux's /proc/cpuinfo names them) of the instructions oneDNN's bfloat16
@@ -83,7 +83,8 @@ def registry_fetch(uri: str) -> RegistryFetch:
     tracking URI `uri`, importing mlflow only when a spec needs it."""
 
     def fetch(model_uri: str) -> tuple[Checkpoint, str]:
-        from c4core.registry import Tracking, load_checkpoint
+        from c4core.tracking.store import Tracking
+        from c4core.tracking.uris import load_checkpoint
 
         ckpt, version = load_checkpoint(Tracking.for_uri(uri), model_uri)
         return ckpt, f"{version.name}/{version.version}"
@@ -94,7 +95,7 @@ def registry_fetch(uri: str) -> RegistryFetch:
 def versus_line(results: Iterable[MatchResult], member: str, opponent: str = "tactical") -> str | None:
     """``champion vs tactical: 382/400 wins (95.5%), 4 draws, 14 losses`` from the league's
     records; None when the two have not played."""
-    from c4core.match import head_to_head
+    from c4core.evaluation.match import head_to_head
 
     wdl = head_to_head(results, member, opponent)
     if wdl is None or not wdl.games:
@@ -110,7 +111,9 @@ def registry_line(store: MLflowStore, member: str) -> str | None:
     the registry-wide title (with its gating score, when it won one); None when `member` has
     no version."""
     from c4core.config import generation_of
-    from c4core.registry import CHAMPION_ALIAS, current_champion, find_version, league_alias, same_version
+    from c4core.tracking.champion import league_alias, same_version
+    from c4core.tracking.store import CHAMPION_ALIAS
+    from c4core.tracking.versions import current_champion, find_version
 
     generation = generation_of(member)
     version = find_version(store, generation) if generation is not None else None
@@ -167,7 +170,7 @@ def closing_summary(
     """The lines a league ends with: the ladder, the champion `member`, its score against the
     game's `baseline` bot (`LeagueConfig.bots`), and `where` (its registry version or checkpoint)
     when given."""
-    from c4core.elo import format_ladder
+    from c4core.evaluation.elo import format_ladder
 
     lines = [format_ladder(fit), f"champion: {member} ({elo(fit.ratings[member])} Elo)"]
     lines += [line for line in (versus_line(results, member, baseline), where) if line is not None]

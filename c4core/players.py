@@ -6,8 +6,8 @@ Dots and Boxes' up to 3x3 boxes), a
 path to a ``.pt`` file is a checkpoint played greedily by its network, and a registry URI
 (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``) is a
 registered snapshot, fetched by the caller's `registry` function (the CLI's reads MLflow through
-`c4core.registry`; this module never imports it). Any network spec followed by ``+mcts<N>``
-plays with N simulations of search per move (`c4core.search`), and ``+mcts<N>+probe<P>`` also
+`c4core.tracking.uris`; this module never imports it). Any network spec followed by ``+mcts<N>``
+plays with N simulations of search per move (`c4core.learners.search`), and ``+mcts<N>+probe<P>`` also
 probes the exact solver at search leaves of at least P stones (search plus an oracle: its
 strength is not the network's own).
 """
@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from c4core.bots import BOTS, Player
-from c4core.games import ConnectFour, DotsAndBoxes, Game
+from c4core.games import GAMES, ConnectFour, Game
+from c4core.games.players import Player
 
 if TYPE_CHECKING:
-    from c4core.net import Checkpoint
+    from c4core.learners.net import Checkpoint
 
 RegistryFetch = Callable[[str], "tuple[Checkpoint, str]"]
 """Fetches a ``models:/`` URI: the checkpoint and the player's name (``connect4/7``)."""
@@ -42,7 +42,7 @@ def make_player(
     fetches it."""
     head, sep, stones = spec.rpartition(PROBE_SUFFIX)
     if sep and stones.isascii() and stones.isdigit():
-        from c4core.search import SearchPlayer
+        from c4core.learners.search import SearchPlayer
 
         inner = make_player(head, game, device, registry)
         if not isinstance(inner, SearchPlayer) or inner.config.probe_from:
@@ -55,7 +55,7 @@ def make_player(
         return SearchPlayer(inner.net, None, replace(inner.config, probe_from=int(stones)), inner.net_name)
     head, sep, sims = spec.rpartition(SEARCH_SUFFIX)
     if sep and head and sims.isascii() and sims.isdigit():
-        from c4core.search import SearchPlayer  # a network player with search on top
+        from c4core.learners.search import SearchPlayer  # a network player with search on top
 
         return SearchPlayer.around(make_player(head, game, device, registry), int(sims))
     if spec.startswith("models:/"):
@@ -65,24 +65,15 @@ def make_player(
         if ckpt.game != game:
             raise ValueError(f"{spec} plays {ckpt.game.title}, not {game.title}")
         return ckpt.player(name, device=device)
-    if spec in BOTS:
-        bot = BOTS[spec]()
-        if bot.plays is not None and game.name not in bot.plays:
-            raise ValueError(f"{spec} plays {', '.join(bot.plays)} only, not {game.title}")
-        return bot
-    if spec == "perfect":
-        from c4core.solver import PerfectBot
-
-        if isinstance(game, DotsAndBoxes):
-            from c4core.dots_solver import DotsPerfectBot
-
-            return DotsPerfectBot(game.boxes)
-        if not isinstance(game, ConnectFour):
-            raise ValueError(f"perfect is an exact solver's: {game.title} has none")
-        return PerfectBot(game.geometry)
+    bots = game.bots()
+    if spec in bots:
+        return bots[spec]()
+    elsewhere = [make() for make in GAMES.values() if spec in make().bots()]
+    if elsewhere:
+        raise ValueError(f"{spec} plays {', '.join(g.name for g in elsewhere)} only, not {game.title}")
     path = Path(spec)
     if path.suffix == ".pt" or path.is_file():
-        from c4core.net import Checkpoint  # torch loads only for snapshots
+        from c4core.learners.net import Checkpoint  # torch loads only for snapshots
 
         ckpt = Checkpoint.load(path)
         if ckpt.game != game:

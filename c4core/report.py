@@ -4,7 +4,7 @@ second-mover results, and a sample game, as one self-contained HTML file plus th
 The report is pure: league data in, files out. It is drawn from a `LeagueData` (the records, the
 training metrics, a store for the champion's snapshot), never from a live process, and it knows
 no tracking system. `read_local` reads a league folder (`LocalStore`) into one; for a league in
-MLflow, `c4core.registry.read_league` does, and `c4core.registry.log_report` logs the result.
+MLflow, `c4core.tracking.reports.read_league` does, and `c4core.tracking.reports.log_report` logs the result.
 
 - **Ladder over generations.** After generation ``g`` the league had played exactly the matches
   between members up to ``gen<g>`` (and the bots), so refitting Elo on those records reproduces the
@@ -12,11 +12,11 @@ MLflow, `c4core.registry.read_league` does, and `c4core.registry.log_report` log
   reference lines at their final rating; the champion after each generation is starred. In a
   league with exploiters (`c4core.config.ROLES`) their snapshots are dashed, in colour families
   of their own, and the tables name every member's role; the champion is always a main-agent
-  snapshot (`c4core.league.champion`).
+  snapshot (`c4core.league.members.champion`).
 - **Exploitability.** With a main exploiter: its score against the champion it trained on, per
-  generation (`c4core.league.exploitability`), against 0.5 and the score that resets it; and
+  generation (`c4core.league.members.exploitability`), against 0.5 and the score that resets it; and
   how many iterations it took to reach 55% in training against each champion in turn
-  (`c4core.league.iterations_to_beat`).
+  (`c4core.league.members.iterations_to_beat`).
 - **Score matrix.** Row scores against column (a draw counts half), from the match records.
 - **First and second mover.** A 0.50 score can hide "wins every game as first player, loses every
   game as second", so the champion's results against each opponent are split by who moved first.
@@ -61,23 +61,16 @@ from c4core.config import (
     role_of,
     snapshot_name,
 )
-from c4core.elo import EloFit
+from c4core.evaluation.elo import EloFit
+from c4core.evaluation.match import WDL, MatchResult, head_to_head
 from c4core.figures import elo, percent
-from c4core.game import STANDARD, Geometry, Position, has_won
 from c4core.games import ConnectFour
-from c4core.league import (
-    BEAT_SCORE,
-    LeagueStore,
-    LocalStore,
-    champion,
-    exploitability,
-    fit_ratings,
-    iterations_to_beat,
-)
-from c4core.match import WDL, MatchResult, head_to_head
+from c4core.games.connect4.rules import STANDARD, Geometry, Position, has_won
+from c4core.league.members import BEAT_SCORE, champion, exploitability, fit_ratings, iterations_to_beat
+from c4core.league.store import LeagueStore, LocalStore
 
 if TYPE_CHECKING:
-    from c4core.net import Checkpoint
+    from c4core.learners.net import Checkpoint
 
 FIGURES = ("ladder", "exploitability", "matrix", "game", "training", "suite")
 """The report's figures, in page order; ``exploitability`` only when a main exploiter has played
@@ -115,7 +108,7 @@ class LeagueData:
     """Per exploiter snapshot (``gen2-me``, ``gen2-le``, ...), the training metrics of every
     iteration; the main agent's are `metrics`."""
     nash_conv: dict[int, float] = field(default_factory=dict)
-    """Per generation, the exact NashConv of its main-agent snapshot (`c4core.exploitability`),
+    """Per generation, the exact NashConv of its main-agent snapshot (`c4core.evaluation.exploitability`),
     where it was computed: on boards small enough to enumerate."""
 
     def snapshot(self, generation: int, role: str = MAIN) -> Checkpoint | None:
@@ -238,11 +231,11 @@ class LeagueReport:
     sample: SampleGame | None
     exploitability: dict[int, float] = field(default_factory=dict)
     """Per generation whose main exploiter has played the champion it trained on, its score
-    against it (`c4core.league.exploitability`); empty in a league without a main exploiter."""
+    against it (`c4core.league.members.exploitability`); empty in a league without a main exploiter."""
     iterations_to_beat: list[dict[str, Any]] = field(default_factory=list)
     """With a main exploiter: per champion it trained on, in turn, the generation it first did,
     the iterations trained on it, and the iterations it took to score `BEAT_SCORE` in training
-    (None: not yet) (`c4core.league.iterations_to_beat`); empty without one."""
+    (None: not yet) (`c4core.league.members.iterations_to_beat`); empty without one."""
 
     @property
     def has_roles(self) -> bool:
@@ -383,10 +376,11 @@ def first_second(results: Sequence[MatchResult], member: str, order: Sequence[st
 
 
 def winning_runs(stones: int, g: Geometry) -> list[tuple[int, ...]]:
-    """Every run of `g.connect` stones in a bitboard, as bit indices (see `c4core.game`'s layout).
+    """Every run of `g.connect` stones in a bitboard, as bit indices (see
+    `c4core.games.connect4.rules`'s layout).
 
     A run is `g.connect` of the stones, one step of a `Geometry.directions` apart, that on their
-    own pass `c4core.game.has_won`: the rule of what wins lives there, not here.
+    own pass `c4core.games.connect4.rules.has_won`: the rule of what wins lives there, not here.
     """
     bits = [b for b in range(g.height * g.cols) if stones >> b & 1]
     runs = []
@@ -414,11 +408,9 @@ def play_sample_game(
     """One seeded game of a snapshot (greedy) against a scripted bot, from the empty board."""
     import torch
 
-    from c4core.bots import BOTS
-
     g = checkpoint.geometry
     champ = checkpoint.player(name)
-    bot = BOTS[opponent]()
+    bot = checkpoint.game.bots()[opponent]()
     players = (champ, bot) if champion_first else (bot, champ)
     gen = torch.Generator().manual_seed(seed)
     pos = Position(geometry=g)
@@ -718,7 +710,7 @@ def draw_suite(rep: LeagueReport) -> Any:
     ax = fig.add_subplot()
     gens = sorted(rep.data.suite)
     keys = ("suite/keeps_result", "suite/best_move", "suite/keeps_value", "suite/keeps_outcome")
-    for key in keys:  # Connect Four's suite, or Dots and Boxes' (`c4core.dots_suite`)
+    for key in keys:  # Connect Four's suite, or Dots and Boxes' (`c4core.games.dots_and_boxes.suite`)
         ys = [rep.data.suite[g].get(key, np.nan) for g in gens]
         if not np.isnan(ys).all():
             ax.plot(gens, ys, marker="o", label=key.split("/")[1].replace("_", " "))
@@ -854,7 +846,7 @@ def build_report(
 ) -> ReportFiles:
     """Compute a league's report and write it to `out_dir`. The one call for the CLI and the DAG.
 
-    `source` is the league's `LeagueData` (`c4core.registry.read_league` reads one from MLflow),
+    `source` is the league's `LeagueData` (`c4core.tracking.reports.read_league` reads one from MLflow),
     or, for a league kept locally, its `LocalStore` or folder (``runs/NAME``). `config` is needed
     only for a folder whose snapshots lack their training config; `seed` seeds the opponent of
     the sample game.

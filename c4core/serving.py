@@ -15,7 +15,7 @@ number (`c4core.games`), "move": the same in the game's notation, "probs": [a fl
 ``"column"`` too, the action's number again, kept for clients from before other games. A
 snapshot of another board (a Connect-3 league on 4x4) answers with that board's columns, and its
 messages name its size. With ``simulations`` > 0 the answer
-comes from `c4core.search` (PUCT over the same net; the package ships all of ``c4core``), and with
+comes from `c4core.learners.search` (PUCT over the same net; the package ships all of ``c4core``), and with
 ``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
 (`SearchConfig.probe_from`), so the champion plays those endgames perfectly (Connect Four's
 solver: other games take 0). Versions registered before ``probe_from`` existed do not declare it,
@@ -46,10 +46,10 @@ from mlflow.models import ModelSignature
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.types.schema import AnyType, Array, ColSpec, DataType, ParamSchema, ParamSpec, Schema
 
-from c4core.game import STANDARD, Geometry, Position
 from c4core.games import ConnectFour, Game, State, game_of
-from c4core.net import Checkpoint, PolicyValueNet
-from c4core.tabular import QTable
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.learners.net import Checkpoint, PolicyValueNet
+from c4core.learners.tabular import QTable
 
 MAX_SIMULATIONS = 4096
 """Upper bound on `simulations` per request, so one request cannot hold a worker for minutes;
@@ -223,11 +223,11 @@ def evaluate(
     probe_from: int = 0,
     solver: Any = None,
 ) -> list[dict[str, Any]]:
-    """One answer per live position of one game: the chosen action (also in the game's notation,
-    and for Connect Four as ``column``), move probabilities and value, from a network or a table
-    (`c4core.tabular.QTable`). With `probe_from`, search probes `solver` (a
-    `c4core.solver.Solver`; a fresh one when None) at its leaves; a solver must not be shared by
-    two calls at once (its table is not locked)."""
+    """One answer per live position of one game: the chosen action (also in the game's notation, and
+    for Connect Four as ``column``), move probabilities and value, from a network or a table
+    (`c4core.learners.tabular.QTable`). With `probe_from`, search probes `solver` (a
+    `c4core.games.connect4.solver.Solver`; a fresh one when None) at its leaves; a solver must not
+    be shared by two calls at once (its table is not locked)."""
     import torch
 
     if not positions:
@@ -236,7 +236,7 @@ def evaluate(
     boards = game.batch_of(positions)
     legal = boards.legal().numpy()
     if simulations > 0:
-        from c4core.search import SearchConfig, search
+        from c4core.learners.search import SearchConfig, search
 
         config = replace(SearchConfig(), simulations=simulations, probe_from=probe_from)
         result = search(net, boards, config, solver=solver)
@@ -280,7 +280,7 @@ class ProbingSolver:
         geometry = positions[0].geometry if positions else STANDARD  # probes are Connect Four's
         with self._lock:
             if self._solver is None or self._solver.geometry != geometry:
-                from c4core.solver import Solver
+                from c4core.games.connect4.solver import Solver
 
                 self._solver = Solver(geometry)
             return evaluate(net, positions, simulations, probe_from, self._solver)

@@ -18,7 +18,7 @@ module's command line, and the result becomes the task's XCom::
         "opponents": [...]}' --xcom /airflow/xcom/return.json
 
 A ``spec`` is the DAG's params, resolved: league name, profile, generations, iterations, games,
-match games (`resolve`). Every step keeps its state in MLflow through `c4core.registry.MLflowStore`,
+match games (`resolve`). Every step keeps its state in MLflow through `c4core.tracking.store.MLflowStore`,
 whose keys make each step idempotent: a retried or rerun task reuses what the store already holds.
 Nothing here imports Airflow, and torch and mlflow are imported only inside the steps, so the DAG
 file can import this module while it parses. ``MLFLOW_CONFIGURE_LOGGING=false`` is set before
@@ -81,7 +81,7 @@ def suite_path(game: Game = ConnectFour()) -> str | None:
         return None
     if "C4_SUITE" in os.environ:
         return os.environ["C4_SUITE"] or None
-    from c4core.suite import default_suite_path
+    from c4core.games.connect4.suite import default_suite_path
 
     path = default_suite_path(game)
     return str(path) if path is not None else None
@@ -186,7 +186,7 @@ def _store(
     """The league's store, holding the DAG run's lease on it (`run_owner`; adopted when an
     earlier task of the run took it) while the step runs."""
     quiet_mlflow()
-    from c4core.registry import MLflowStore, Tracking
+    from c4core.tracking.store import MLflowStore, Tracking
 
     config = _config(spec, device)
     ttl = float(os.environ.get("C4_LEASE_TTL") or STEP_LEASE_TTL)
@@ -200,7 +200,7 @@ def _store(
 def _results_upto(store: Any, generation: int) -> list[Any]:
     """Match records among the bots and snapshots up to `generation`: a generation's fit stays
     the same when its tasks are rerun after later generations have played."""
-    from c4core.league import results_upto
+    from c4core.league.members import results_upto
 
     return results_upto(store.results(), generation)
 
@@ -218,7 +218,8 @@ def pick(
 
     `train_here`: training runs on this machine, so a profile that needs CUDA must find it
     (checked before the store is touched)."""
-    from c4core.league import new_pairs, plan_generation
+    from c4core.league.generation import plan_generation
+    from c4core.league.members import new_pairs
 
     spec = resolve(spec)
     _device(spec, training=train_here)
@@ -290,7 +291,7 @@ def _iteration_printer(config: LeagueConfig) -> Callable[[str, int, dict[str, fl
 def train(request: Mapping[str, Any] | str, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Train (or reuse) one role's snapshot of a generation, streaming metrics to its MLflow
     run: the trainer pod's step."""
-    from c4core.league import train_generation
+    from c4core.league.processes import train_generation
 
     spec, g, role, opponents = _request(request)
     device = _device(spec, training=True)
@@ -309,8 +310,8 @@ def train_all(
     requests: Sequence[Mapping[str, Any] | str], tags: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """Train (or reuse) every role's snapshot of one generation at once, each learner in a
-    process of its own (`c4core.league.train_learners`): the in-process DAG's step."""
-    from c4core.league import train_learners
+    process of its own (`c4core.league.processes.train_learners`): the in-process DAG's step."""
+    from c4core.league.processes import train_learners
 
     parsed = [_request(r) for r in requests]
     if not parsed or len({(json.dumps(spec, sort_keys=True), g) for spec, g, _, _ in parsed}) != 1:
@@ -333,7 +334,7 @@ def match(
     spec: Mapping[str, Any], member: str, opponent: str, tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """Play (or reuse) the match of snapshot `member` against `opponent`; its record."""
-    from c4core.league import play_league_match
+    from c4core.league.generation import play_league_match
 
     spec = resolve(spec)
     _torch_threads()
@@ -345,8 +346,8 @@ def match(
 
 def fit(spec: Mapping[str, Any], generation: int) -> dict[str, Any]:
     """The joint Elo fit over every match among members up to `generation`."""
-    from c4core.elo import format_ladder
-    from c4core.league import champion, fit_ratings
+    from c4core.evaluation.elo import format_ladder
+    from c4core.league.members import champion, fit_ratings
 
     spec = resolve(spec)
     with _store(spec, "cpu", None) as (store, _):
@@ -368,11 +369,14 @@ def register(
     tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Register the snapshot, score it on the suite (`suite_path`), write Elo into every version,
-    promote the champion, and mark the generation finalized (`c4core.registry.after_generation`;
+    promote the champion, and mark the generation finalized (`c4core.tracking.runs.after_generation`;
     a no-op once finalized). After the league's last generation, also draw the final report onto
     the champion, finish the run, and release the DAG run's lease on the league."""
-    from c4core.league import GenerationReport, champion, fit_ratings
-    from c4core.registry import after_generation, find_version, log_league_report, member_versions
+    from c4core.league.generation import GenerationReport
+    from c4core.league.members import champion, fit_ratings
+    from c4core.tracking.reports import log_league_report
+    from c4core.tracking.runs import after_generation
+    from c4core.tracking.versions import find_version, member_versions
 
     spec = resolve(spec)
     with _store(spec, "cpu", tags) as (store, config):
@@ -418,7 +422,7 @@ def register(
 def summary(spec: Mapping[str, Any]) -> str:
     """The final ladder, the champion, its score against the game's baseline bot (`tactical` in
     Connect Four) and its registry version."""
-    from c4core.league import champion, fit_ratings
+    from c4core.league.members import champion, fit_ratings
 
     spec = resolve(spec)
     with _store(spec, "cpu", None) as (store, config):
@@ -459,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     text = json.dumps(out, sort_keys=True)
     if args.xcom:
-        from c4core.league import atomic_write
+        from c4core.league.store import atomic_write
 
         path = Path(args.xcom)
         path.parent.mkdir(parents=True, exist_ok=True)

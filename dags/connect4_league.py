@@ -20,7 +20,7 @@
 
 The groups are built up to ``C4_MAX_GENERATIONS`` (default 20, the gpu profile's length) when the
 file parses; the generation count in the form takes effect at run time, because the groups past
-it skip. Every task is idempotent through the MLflow keys of `c4core.registry.MLflowStore`, so
+it skip. Every task is idempotent through the MLflow keys of `c4core.tracking.store.MLflowStore`, so
 retries and reruns reuse finished snapshots, matches and versions.
 
 This file is wiring only: it imports neither torch nor mlflow (the steps import them when they

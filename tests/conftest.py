@@ -14,8 +14,8 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from c4core.bots import Player
-from c4core.game import STANDARD, Geometry, Position
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.players import Player
 
 SEED = 20240601
 """The one seed every generator below starts from."""

@@ -9,7 +9,7 @@ import queue
 from collections.abc import Callable
 from typing import Any
 
-from c4core.ranks import rendezvous
+from c4core.learners.ranks import rendezvous
 
 
 def in_group(target: Callable[..., None], *args: Any, world: int = 2) -> dict[int, Any]:

@@ -184,7 +184,8 @@ def check_smoke_league_on_server(store: Any, client: Any, final: Any, league: st
     snapshot with its tags, the champion in Production under the alias, one record per pairing."""
     import json
 
-    from c4core.registry import CHAMPION_ALIAS, MODEL_NAME, league_versions, pair_key
+    from c4core.tracking.store import CHAMPION_ALIAS, MODEL_NAME, pair_key
+    from c4core.tracking.versions import league_versions
 
     versions = league_versions(store)
     assert sorted(versions) == [1, 2]

@@ -22,14 +22,10 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from c4core.config import PROFILES
-from c4core.registry import (
-    CHAMPION_ALIAS,
-    MODEL_NAME,
-    Tracking,
-    champion_history,
-    current_champion,
-    open_league,
-)
+from c4core.tracking.champion import champion_history
+from c4core.tracking.reports import open_league
+from c4core.tracking.store import CHAMPION_ALIAS, MODEL_NAME, Tracking
+from c4core.tracking.versions import current_champion
 
 REPO = Path(__file__).resolve().parents[1]
 GATING_SCORE = PROFILES["smoke"].gating_score  # the leagues here are smoke leagues

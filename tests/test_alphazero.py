@@ -1,4 +1,4 @@
-"""The AlphaZero-style learner (`c4core.alphazero`): self-play targets, the fit, the loop, and
+"""The AlphaZero-style learner (`c4core.learners.alphazero`): self-play targets, the fit, the loop, and
 the share of games played against league members.
 
 Tiny nets on the standard board and on 4x4 connect-3, where the exact solver checks the value
@@ -14,7 +14,12 @@ import torch
 from exact import dots_movers_and_results
 from groups import in_group
 
-from c4core.alphazero import (
+from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
+from c4core.games import ConnectFour, load
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.connect4.solver import Solver
+from c4core.games.players import Player
+from c4core.learners.alphazero import (
     Samples,
     average_weights,
     fit,
@@ -25,14 +30,9 @@ from c4core.alphazero import (
     self_play,
     train,
 )
-from c4core.bots import Player
-from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
-from c4core.game import STANDARD, Geometry, Position
-from c4core.games import ConnectFour, load
-from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ranks import Ranks, joined
-from c4core.search import SearchPlayer
-from c4core.solver import Solver
+from c4core.learners.net import NetPlayer, PolicyValueNet
+from c4core.learners.ranks import Ranks, joined
+from c4core.learners.search import SearchPlayer
 
 SEED = 97
 SMALL = Geometry(4, 4, 3)
@@ -319,7 +319,7 @@ def test_train_resets_a_resumed_optimizer_settings() -> None:
 
 def test_replay_window_holds_latest_iterations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fit sees the samples of at most `replay_iterations` iterations."""
-    import c4core.alphazero as az
+    import c4core.learners.alphazero as az
 
     sizes: list[int] = []
     new: list[int] = []
@@ -348,7 +348,7 @@ LEAGUE = replace(TINY, games=16, league_share=0.5)
 def league_played(counting_player: type[Player]) -> tuple[Samples, dict[str, float], int]:
     """Half of 16 games against two raw-policy members (the edge stacker and a stranger net);
     also the moves the members were asked for."""
-    import c4core.alphazero as az
+    import c4core.learners.alphazero as az
 
     torch.set_num_threads(1)
     counters: list[Any] = []

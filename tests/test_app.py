@@ -40,13 +40,17 @@ from c4core.app import (
 )
 from c4core.cli import build_parser, cmd_play
 from c4core.config import NetConfig, league_config, profile
-from c4core.elo import EloFit
-from c4core.game import Geometry, Position
+from c4core.evaluation.elo import EloFit
+from c4core.evaluation.positions import position_index
 from c4core.games import load
-from c4core.net import Checkpoint, PolicyValueNet
-from c4core.registry import MLflowStore, Tracking, log_nash_conv, promote_champion, register_snapshot
+from c4core.games.connect4.rules import Geometry, Position
+from c4core.learners.net import Checkpoint, PolicyValueNet
+from c4core.learners.tabular import QTable
 from c4core.serving import MAX_SIMULATIONS, evaluate
-from c4core.tabular import QTable, position_index
+from c4core.tracking.champion import promote_champion
+from c4core.tracking.scores import log_nash_conv
+from c4core.tracking.store import MLflowStore, Tracking
+from c4core.tracking.versions import register_snapshot
 
 TINY = {"blocks": 1, "channels": 8, "value_hidden": 8}
 C4 = Path(sys.executable).with_name("c4")

@@ -1,4 +1,5 @@
-"""Tests for c4core.bots (and the `perfect` bot of c4core.solver): legality and tactics.
+"""The scripted bots of every game (`c4core.games.players`, each game's `bots` and `perfect`):
+legality and tactics.
 
 Every bot must return a legal column for every unfinished game of a batch; `tactical` must take
 a win when it has one, block a lone threat when it has none, and otherwise sample columns in
@@ -14,13 +15,15 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from c4core.batch import Boards
-from c4core.bots import BOTS, GreedyBot, LookaheadBot, RandomBot, TacticalBot, sample_columns
-from c4core.game import STANDARD, Geometry, Position
-from c4core.games import load
-from c4core.match import play_match
+from c4core.evaluation.match import play_match
+from c4core.games import ConnectFour, DotsAndBoxes, load
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.bots import LookaheadBot, TacticalBot
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.connect4.solver import PerfectBot
+from c4core.games.dots_and_boxes.bots import GreedyBot
+from c4core.games.players import RandomBot, sample_actions
 from c4core.players import make_player
-from c4core.solver import PerfectBot
 
 SMALL = Geometry(4, 4, 3)
 
@@ -170,14 +173,18 @@ def test_act_position_rejects_finished_games(make, g, won, drawn):
             bot.act_position(pos)
 
 
-def test_sample_columns_and_registry(torch_gen):
+def test_sample_actions_and_each_games_bots(torch_gen):
     weights = torch.tensor([[0, 0, 5, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
-    cols = sample_columns(weights, torch_gen)
+    cols = sample_actions(weights, torch_gen)
     assert cols[0] == 2 and cols[2] == 0 and 0 <= cols[1] < 4
-    assert set(BOTS) == {"random", "tactical", "lookahead", "greedy"}
-    assert all(name == bot.name for name, bot in BOTS.items())
-    assert BOTS["random"]().kernel is not None and BOTS["tactical"]().kernel is not None
-    assert BOTS["lookahead"]().kernel is None  # it plays through the tensor engine
+    small = Geometry(rows=4, cols=4, connect=3)
+    connect4, dots = ConnectFour(small).bots(), DotsAndBoxes.from_params(rows=2, cols=2).bots()
+    assert list(connect4) == ["random", "tactical", "lookahead", "perfect"]
+    assert list(dots) == ["random", "greedy", "perfect"]
+    assert all(name == make().name for bots in (connect4, dots) for name, make in bots.items())
+    assert connect4["random"]().kernel is not None and connect4["tactical"]().kernel is not None
+    assert connect4["lookahead"]().kernel is None  # it plays through the tensor engine
+    assert connect4["random"]() is not connect4["random"]()  # a fresh bot each call
 
 
 def _after(pos: Position, col: int) -> tuple[bool, int]:

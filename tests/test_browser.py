@@ -29,12 +29,12 @@ from servers import headless_chromium, require_chromium
 from test_app import ServerThread, blank_store, publish, publish_connect3, publish_dots
 
 from c4core.app import ChampionSource, create_app
-from c4core.bots import TacticalBot
 from c4core.figures import percent
-from c4core.game import STANDARD, Geometry, Position
 from c4core.games import load
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.dots_and_boxes.rules import DotsState
-from c4core.registry import Tracking
+from c4core.tracking.store import Tracking
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"

@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from c4core.bots import RandomBot, TacticalBot
 from c4core.cli import build_parser, cmd_play, main
 from c4core.config import NetConfig
-from c4core.game import Geometry
+from c4core.evaluation.match import WDL, MatchResult, play_match
 from c4core.games import ConnectFour
-from c4core.match import WDL, MatchResult, play_match
-from c4core.net import Checkpoint, PolicyValueNet
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.connect4.rules import Geometry
+from c4core.games.players import RandomBot
+from c4core.learners.net import Checkpoint, PolicyValueNet
 
 C4 = Path(sys.executable).with_name("c4")
 SEED = 31
@@ -482,7 +483,7 @@ def test_a_store_that_fails_is_one_line_and_no_traceback(tmp_path: Path) -> None
 
 def test_a_running_league_refuses_a_second_process_by_name(capsys, tmp_path: Path) -> None:
     from c4core.config import profile
-    from c4core.registry import MLflowStore, Tracking
+    from c4core.tracking.store import MLflowStore, Tracking
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     holder = MLflowStore(Tracking.for_uri(uri), profile("smoke", name="busy"), owner="c4 league elsewhere")
@@ -528,7 +529,8 @@ def test_a_connect3_league_on_4x4_registers_into_a_model_of_its_own(capsys, tmp_
     assert (run_params["game"], run_params["rows"], run_params["cols"], run_params["connect"]) == (
         "connect4", "4", "4", "3",
     )  # fmt: skip
-    from c4core.registry import Tracking, load_checkpoint
+    from c4core.tracking.store import Tracking
+    from c4core.tracking.uris import load_checkpoint
 
     ckpt, _ = load_checkpoint(Tracking.for_uri(uri), "models:/connect3-4x4@champion")
     assert (ckpt.geometry.rows, ckpt.geometry.cols, ckpt.geometry.connect) == (4, 4, 3)
@@ -572,7 +574,8 @@ def test_a_tabular_league_registers_tables_each_with_its_nash_conv(
     assert [(m.step, m.value) for m in history] == [
         (int(v.tags["generation"]), pytest.approx(float(v.tags["nash_conv"]), abs=5e-5)) for v in versions
     ]
-    from c4core.registry import Tracking, load_checkpoint
+    from c4core.tracking.store import Tracking
+    from c4core.tracking.uris import load_checkpoint
 
     ckpt, _ = load_checkpoint(Tracking.for_uri(uri), "models:/connect3-4x4@champion")
     assert ckpt.kind == "table"

@@ -31,8 +31,8 @@ import pytest
 
 from c4core.config import PRECISIONS, PROFILES, league_config
 from c4core.entry import native_bfloat16
-from c4core.game import Geometry
 from c4core.games import ConnectFour
+from c4core.games.connect4.rules import Geometry
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -493,7 +493,8 @@ def test_dag_test_runs_a_connect3_league_mixing_a_q_learning_table_and_a_network
     assert (params["game"], params["rows"], params["cols"], params["connect"]) == ("connect4", "4", "4", "3")
     assert params["main_learner"] == "q-learning"
     # tables for the main agent, a network for its exploiter, each with its exact NashConv
-    from c4core.registry import Tracking, load_checkpoint
+    from c4core.tracking.store import Tracking
+    from c4core.tracking.uris import load_checkpoint
 
     tracking = Tracking.for_uri(uri)
     kinds = {
@@ -512,8 +513,8 @@ def test_dag_test_runs_a_connect3_league_mixing_a_q_learning_table_and_a_network
 
 @pytest.mark.slow
 def test_a_league_started_from_airflow_and_the_cli_at_once_runs_once(migrated: Path, tmp_path: Path) -> None:
-    from c4core.lease import Lease
-    from c4core.registry import Tracking
+    from c4core.tracking.lease import Lease
+    from c4core.tracking.store import Tracking
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     conf = {"league": "twice", "profile": "smoke", "generations": 1, "iterations": 10}

@@ -1,4 +1,4 @@
-"""Tests for c4core.elo: closed-form cases, invariances, recovery and validation."""
+"""Tests for c4core.evaluation.elo: closed-form cases, invariances, recovery and validation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from c4core.elo import ELO_SCALE, EloFit, expected_score, fit_elo, format_ladder
+from c4core.evaluation.elo import ELO_SCALE, EloFit, expected_score, fit_elo, format_ladder
 
 Z95 = 1.96
 ELO_PER_LOGIT = ELO_SCALE / math.log(10.0)

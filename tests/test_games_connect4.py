@@ -13,9 +13,9 @@ from exact import agree_with_openspiel, first_player_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from c4core.batch import Boards
-from c4core.game import STANDARD, Geometry, Position
 from c4core.games import ConnectFour, load
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
 
 pyspiel = pytest.importorskip("pyspiel")
 

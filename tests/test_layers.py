@@ -19,21 +19,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "c4core"
 
 LAYERS: list[set[str]] = [
     {"figures"},  # how figures and a user's text are worded: one rule each
-    {"game"},  # the rules, the bitboard layout, positions
-    {"kernels"},  # compiled game loops
-    {"batch"},  # the tensor engine
-    {"games"},  # the game interface and the registered games (Connect Four over game and batch)
+    # the game interface, the player interface and `random`, the registry of games, and one
+    # package per game: its rules, engines, kernels, search tree, solver, bots and suite
+    {"games"},
     {"config"},  # every config and profile, the league's game named through the games' registry
-    {"bots"},  # the player interface, random, tactical and lookahead, openings
-    {"tabular"},  # tables over a small game's every position, and Q-learning and SARSA to fit them
-    {"net", "solver", "dots_solver", "ranks"},  # the network; the exact solvers; data-parallel ranks
-    {"search", "suite", "dots_suite", "exploitability"},  # ... and exact best responses on small games
-    {"match", "elo"},
-    {"ppo", "alphazero", "players"},  # the network learners (self-play), player specs
-    {"learners"},  # the learner interface, and every learner by name
-    {"league"},
-    {"serving", "report", "lease"},  # the served model, the report, leases on the tracking store
-    {"registry"},  # MLflow: stores, versions, the champion, reading and logging reports
+    {"evaluation"},  # matches, the joint Elo fit, every position of a small game, exact NashConv
+    {"learners"},  # the net, tables, search, ranks, PPO, the AlphaZero-style learner, the plug-ins
+    {"league", "players"},  # the league's members, matchmaking and generations; player specs
+    {"serving", "report"},  # the served model, the report
+    {"tracking"},  # MLflow: the store, versions, the champion, league runs, URIs, leases
     {"app", "entry"},  # the play page; what the entry points share
     {"cli", "steps"},  # the `c4` command and the DAG's steps
 ]
@@ -95,12 +89,12 @@ def test_the_check_sees_imports_inside_functions_and_type_checking(tmp_path: Pat
     source = tmp_path / "m.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "from c4core import kernels\n"
-        "if TYPE_CHECKING:\n    from c4core.registry import MLflowStore\n"
+        "from c4core import figures\n"
+        "if TYPE_CHECKING:\n    from c4core.tracking.store import MLflowStore\n"
         "def f():\n    import c4core.report\n    from c4core.app import create_app\n"
         "import numpy\n"
     )
-    assert imported_modules(source) == {"kernels", "registry", "report", "app"}
+    assert imported_modules(source) == {"figures", "tracking", "report", "app"}
 
 
 def test_the_package_never_imports_airflow() -> None:
@@ -113,3 +107,11 @@ def test_the_package_never_imports_airflow() -> None:
             for a in (n.names if isinstance(n, ast.Import) else [n])
         }
         assert "airflow" not in roots, f"{path} imports airflow"
+
+
+def test_the_package_build_lists_every_subpackage() -> None:
+    import tomllib
+
+    listed = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert sorted(listed) == sorted(found), "pyproject.toml's packages must list every c4core package"

@@ -17,9 +17,11 @@ import numpy as np
 import pytest
 import torch
 
-import c4core.league as league
-import c4core.learners as learners
-from c4core.bots import RandomBot, TacticalBot
+import c4core.league.generation as league
+import c4core.league.matchmaking as matchmaking
+import c4core.league.members as league_members
+import c4core.league.processes as processes
+import c4core.learners.plugins as learners
 from c4core.config import (
     AlphaZeroConfig,
     LeagueConfig,
@@ -29,19 +31,16 @@ from c4core.config import (
     profile,
     role_of,
 )
-from c4core.elo import fit_elo
-from c4core.league import (
-    GenerationReport,
-    LocalStore,
-    champion,
-    load_member,
-    match_seed,
-    members,
-    pick_opponents,
-    run_league,
-)
-from c4core.match import WDL, MatchResult
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.evaluation.elo import fit_elo
+from c4core.evaluation.match import WDL, MatchResult
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.players import RandomBot
+from c4core.league.generation import GenerationReport, run_league
+from c4core.league.matchmaking import pick_opponents
+from c4core.league.members import champion, load_member, members
+from c4core.league.seeds import match_seed
+from c4core.league.store import LocalStore
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
 
 SMOKE = profile("smoke", name="t")
 
@@ -300,13 +299,14 @@ def test_pick_opponents_shape(rated_store: MemoryStore, top: int) -> None:
     assert picked[:2] == list(SMOKE.bots) and picked[-1] == "self"
     snaps = picked[2:-1]
     assert len(snaps) == min(top, 5) and len(set(snaps)) == len(snaps)
-    ratings = league.fit_ratings(rated_store.results()).ratings
+    ratings = league_members.fit_ratings(rated_store.results()).ratings
     assert [ratings[s] for s in snaps] == sorted((ratings[s] for s in snaps), reverse=True)
 
 
 # ---- prioritized fictitious self-play ------------------------------------------------------------
 def test_pfsp_weighs_hard_members_most_and_beaten_ones_near_zero() -> None:
-    w = league.pfsp_weights({"always beaten": 1.0, "never beaten": 0.0, "even": 0.5, "unplayed": None}, 0.3)
+    scores = {"always beaten": 1.0, "never beaten": 0.0, "even": 0.5, "unplayed": None}
+    w = matchmaking.pfsp_weights(scores, 0.3)
     assert w["always beaten"] == pytest.approx(0.0)
     assert w["never beaten"] == max(w.values())
     assert w["always beaten"] < w["even"] < w["never beaten"]
@@ -317,10 +317,10 @@ def test_weighted_sample_draws_distinct_names_in_proportion() -> None:
     weights = {"heavy": 1.0, "light": 0.05, "zero": 0.0}
     counts = {m: 0 for m in weights}
     for seed in range(400):
-        (first,) = league.weighted_sample(weights, 1, np.random.default_rng(seed))
+        (first,) = matchmaking.weighted_sample(weights, 1, np.random.default_rng(seed))
         counts[first] += 1
     assert counts["heavy"] > 10 * counts["light"] > 0 and counts["zero"] == 0
-    both = league.weighted_sample(weights, 3, np.random.default_rng(0))
+    both = matchmaking.weighted_sample(weights, 3, np.random.default_rng(0))
     assert sorted(both) == sorted(weights) and both[-1] == "zero"  # weight 0 comes last
 
 
@@ -429,16 +429,16 @@ def test_a_main_exploiter_trains_only_against_the_champion(role_store: MemorySto
 
 
 def test_an_exploiter_rated_above_every_main_agent_is_never_champion(role_store: MemoryStore) -> None:
-    fit = league.fit_ratings(role_store.results())
+    fit = league_members.fit_ratings(role_store.results())
     assert max(fit.ratings, key=fit.ratings.get) == "gen2-me"
-    assert champion(fit) == "gen2" == league.champion_after(role_store.results(), 2)
-    assert league.champion_after(role_store.results(), 1) == "gen1"  # what generation 2 trained on
+    assert champion(fit) == "gen2" == league_members.champion_after(role_store.results(), 2)
+    assert league_members.champion_after(role_store.results(), 1) == "gen1"  # what generation 2 trained on
 
 
 def test_the_league_exploiter_draws_from_the_whole_league_by_pfsp(role_store: MemoryStore) -> None:
     cfg = replace(EXPLOITING, top_snapshots=3)
     picked = pick_opponents(role_store, cfg, 3, "league-exploiter")
-    everyone = league.members(role_store, cfg, 2)
+    everyone = league_members.members(role_store, cfg, 2)
     assert len(picked) == 3 == len(set(picked)) and set(picked) <= set(everyone) and "self" not in picked
     assert picked == pick_opponents(role_store, cfg, 3, "league-exploiter")  # seeded
     # over seeds, the member gen2-le did worst against (gen2-me, 3-17) is drawn most
@@ -458,19 +458,19 @@ def test_the_main_agent_trains_against_exploiters_too(role_store: MemoryStore) -
 def test_main_exploiter_starts_again_once_it_beats_its_champion(role_store: MemoryStore) -> None:
     results = role_store.results()
     strict = replace(EXPLOITING, exploiter_reset_score=0.7, exploiter_base="fresh")
-    assert league.exploitability(results, 2) == pytest.approx(0.8)  # gen2-me vs gen1
-    assert league.main_exploiter_start(results, strict, 3) == 3  # 0.8 >= 0.7: a fresh start
-    assert league.starting_point(role_store, strict, 3, "main-exploiter") is None
+    assert league_members.exploitability(results, 2) == pytest.approx(0.8)  # gen2-me vs gen1
+    assert league_members.main_exploiter_start(results, strict, 3) == 3  # 0.8 >= 0.7: a fresh start
+    assert league_members.starting_point(role_store, strict, 3, "main-exploiter") is None
     first = replace(strict, exploiter_base="first")
-    assert league.starting_point(role_store, first, 3, "main-exploiter") == "gen1"
+    assert league_members.starting_point(role_store, first, 3, "main-exploiter") == "gen1"
     lenient = replace(EXPLOITING, exploiter_reset_score=0.9, exploiter_reset_generations=2)
-    assert league.main_exploiter_start(results, lenient, 3) == 2  # 0.8 < 0.9: it goes on
-    assert league.starting_point(role_store, lenient, 3, "main-exploiter") == "gen2-me"
-    assert league.main_exploiter_start(results, lenient, 4) == 4  # two generations old: restart
+    assert league_members.main_exploiter_start(results, lenient, 3) == 2  # 0.8 < 0.9: it goes on
+    assert league_members.starting_point(role_store, lenient, 3, "main-exploiter") == "gen2-me"
+    assert league_members.main_exploiter_start(results, lenient, 4) == 4  # two generations old: restart
     # the league exploiter and the main agent always go on from their last snapshot
-    assert league.starting_point(role_store, strict, 3, "league-exploiter") == "gen2-le"
-    assert league.starting_point(role_store, strict, 3) == "gen2"
-    assert league.exploitability(results, 3) is None  # no gen3-me yet
+    assert league_members.starting_point(role_store, strict, 3, "league-exploiter") == "gen2-le"
+    assert league_members.starting_point(role_store, strict, 3) == "gen2"
+    assert league_members.exploitability(results, 3) is None  # no gen3-me yet
 
 
 def test_iterations_to_beat_each_champion_count_across_generations(role_store: MemoryStore) -> None:
@@ -483,7 +483,7 @@ def test_iterations_to_beat_each_champion_count_across_generations(role_store: M
         3: [{"vs/gen2/win": 0.4}, {"vs/gen2/win": 0.5}],
         4: [{"vs/gen3/win": 0.1}],
     }
-    rows = league.iterations_to_beat(store.results(), EXPLOITING, metrics, 4)
+    rows = league_members.iterations_to_beat(store.results(), EXPLOITING, metrics, 4)
     assert [(r["champion"], r["from_generation"]) for r in rows] == [("gen1", 2), ("gen2", 3), ("gen3", 4)]
     assert [r["iterations"] for r in rows] == [2, None, None]  # 0.5 + 0.1 / 2 >= 0.55 on the 2nd
     assert [r["trained"] for r in rows] == [3, 2, 1]
@@ -507,7 +507,7 @@ def test_a_league_with_a_main_exploiter_rates_every_snapshot_on_one_ladder(
     cfg = replace(SMOKE, generations=3, roles=("main", "main-exploiter"))
     store = LocalStore(root)
     snaps = ["gen1", "gen2", "gen2-me", "gen3", "gen3-me"]
-    assert league.members(store, cfg, 3) == list(SMOKE.bots) + snaps
+    assert league_members.members(store, cfg, 3) == list(SMOKE.bots) + snaps
     assert set(final.fit.ratings) == set(SMOKE.bots) | set(snaps)
     pairs = [frozenset((r.a, r.b)) for r in store.results()]
     assert len(pairs) == len(set(pairs))  # each pairing once
@@ -516,7 +516,7 @@ def test_a_league_with_a_main_exploiter_rates_every_snapshot_on_one_ladder(
         frozenset(SMOKE.bots)
     }
     assert role_of(final.champion) == "main"
-    assert final.exploiters == {"main-exploiter": [league.champion_after(store.results(), 2)]}
+    assert final.exploiters == {"main-exploiter": [league_members.champion_after(store.results(), 2)]}
     gen3_me = store.snapshot(3, "main-exploiter")
     assert gen3_me is not None and gen3_me.role == "main-exploiter" and gen3_me.generation == 3
     # every learner's iterations reached this process's callback, from the learner processes too
@@ -567,10 +567,10 @@ def test_a_rank_that_dies_fails_its_learner_by_name_and_saves_nothing(tmp_path: 
     store = LocalStore(tmp_path / "s")
     config = replace(RANKED, roles=("main",), ppo=replace(RANKED.ppo, iterations=3))
     with pytest.raises(RuntimeError, match=r"learner gen1: rank 1 failed: its process died"):
-        league.train_generation(store, config, 1, ["random", "self"], kill_rank1)
+        processes.train_generation(store, config, 1, ["random", "self"], kill_rank1)
     assert store.snapshot(1) is None
     # the rerun gets a rank of its own in place of the dead one
-    assert league.train_generation(store, config, 1, ["random", "self"]).generation == 1
+    assert processes.train_generation(store, config, 1, ["random", "self"]).generation == 1
 
 
 @pytest.mark.slow
@@ -578,13 +578,13 @@ def test_a_rank_server_trains_one_learner_after_another_and_carries_nothing_over
     import psutil
 
     config = replace(RANKED, roles=("main",))
-    first = league.train_generation(LocalStore(tmp_path / "a"), config, 1, ["random", "tactical", "self"])
-    servers = [s.process.pid for s in league._SERVERS]
-    second = league.train_generation(LocalStore(tmp_path / "b"), config, 1, ["random", "tactical", "self"])
-    assert len(servers) == 1 and [s.process.pid for s in league._SERVERS] == servers
+    first = processes.train_generation(LocalStore(tmp_path / "a"), config, 1, ["random", "tactical", "self"])
+    servers = [s.process.pid for s in processes._SERVERS]
+    second = processes.train_generation(LocalStore(tmp_path / "b"), config, 1, ["random", "tactical", "self"])
+    assert len(servers) == 1 and [s.process.pid for s in processes._SERVERS] == servers
     assert first.model.keys() == second.model.keys()
     assert all(torch.equal(first.model[k], second.model[k]) for k in first.model)
-    assert psutil.Process(servers[0]).name() == league.IDLE_RANK  # waiting, and named so
+    assert psutil.Process(servers[0]).name() == processes.IDLE_RANK  # waiting, and named so
 
 
 AZ_RANKED = replace(

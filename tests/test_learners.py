@@ -1,4 +1,4 @@
-"""Learners as plug-ins (`c4core.learners`): every learner the config can name, and a tabular
+"""Learners as plug-ins (`c4core.learners.plugins`): every learner the config can name, and a tabular
 main agent through the whole league, with nothing in the league naming it."""
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from c4core.config import NET_LEARNERS, TABULAR_LEARNERS, league_config
-from c4core.league import LocalStore, load_member, pick_opponents, run_league
-from c4core.learners import LEARNERS, TabularLearner, TrainingJob
-from c4core.net import Checkpoint
-from c4core.ranks import ALONE
-from c4core.tabular import TablePlayer
+from c4core.league.generation import run_league
+from c4core.league.matchmaking import pick_opponents
+from c4core.league.members import load_member
+from c4core.league.store import LocalStore
+from c4core.learners.net import Checkpoint
+from c4core.learners.plugins import LEARNERS, TabularLearner, TrainingJob
+from c4core.learners.ranks import ALONE
+from c4core.learners.tabular import TablePlayer
 
 
 def test_every_learner_a_config_can_name_is_known() -> None:

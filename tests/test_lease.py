@@ -1,4 +1,4 @@
-"""Leases on the tracking store (`c4core.lease`), and leagues side by side on one store."""
+"""Leases on the tracking store (`c4core.tracking.lease`), and leagues side by side on one store."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from mlflow.tracking import MlflowClient
 from side_by_side import finish_all, league_command, league_state, start, title_problems
 
 from c4core.config import profile
-from c4core.lease import FencedClient, Lease, LeaseHeld, LeaseLost, process_owner
-from c4core.registry import MLflowStore, Tracking, league_lease
+from c4core.tracking.lease import FencedClient, Lease, LeaseHeld, LeaseLost, process_owner
+from c4core.tracking.store import MLflowStore, Tracking, league_lease
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Matches (`c4core.match`): argument checks, bookkeeping, seeding, the two engines, openings.
+"""Matches (`c4core.evaluation.match`): argument checks, bookkeeping, seeding, the two engines, openings.
 
 Scripted bots play in compiled kernels and anything else steps a `Boards` batch; the same bots
 forced onto the batch path (``kernel = None``) must score the same within sampling error. The
@@ -14,11 +14,12 @@ import time
 import pytest
 import torch
 
-from c4core.batch import Boards
-from c4core.bots import Player, RandomBot, TacticalBot
 from c4core.config import NetConfig
-from c4core.match import WDL, MatchResult, play_match
-from c4core.net import NetPlayer, PolicyValueNet
+from c4core.evaluation.match import WDL, MatchResult, play_match
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.players import Player, RandomBot
+from c4core.learners.net import NetPlayer, PolicyValueNet
 
 SEED = 2024
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)

@@ -1,4 +1,4 @@
-"""The policy-value network, `NetPlayer` and checkpoints (`c4core.net`).
+"""The policy-value network, `NetPlayer` and checkpoints (`c4core.learners.net`).
 
 Legality is checked on random live positions, many of them nearly full, and with a net whose
 policy bias is rigged towards the full columns, so masking is what keeps the move legal, not
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from c4core.batch import Boards
 from c4core.config import NetConfig
-from c4core.game import STANDARD, Geometry, Position
 from c4core.games import ConnectFour
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet, grown
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, grown
 
 SEED = 1234
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -343,7 +343,7 @@ def test_checkpoint_keeps_the_precision_and_old_ones_load_as_float32(
 
 def test_a_table_checkpoint_round_trips_and_plays_its_table(tmp_path: Path) -> None:
     from c4core.games import load
-    from c4core.tabular import QTable, TablePlayer
+    from c4core.learners.tabular import QTable, TablePlayer
 
     game = load("connect3-4x4")
     q = np.random.default_rng(0).normal(size=(23_930, 4)).astype(np.float32)

@@ -7,14 +7,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from c4core.bots import RandomBot, TacticalBot
 from c4core.config import NetConfig
-from c4core.game import STANDARD, Geometry, Position
+from c4core.evaluation.match import play_match
 from c4core.games import ConnectFour
-from c4core.match import play_match
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.connect4.solver import PerfectBot
+from c4core.games.players import RandomBot
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
 from c4core.players import make_player
-from c4core.solver import PerfectBot
 
 SEED = 77
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -105,7 +106,7 @@ def test_checkpoint_for_another_board(tmp_path: Path) -> None:
 
 def test_a_table_checkpoint_plays_as_its_table_and_refuses_search(tmp_path: Path) -> None:
     from c4core.games import load
-    from c4core.tabular import QTable, TablePlayer
+    from c4core.learners.tabular import QTable, TablePlayer
 
     game = load("connect3-4x4")
     Checkpoint.of_table(QTable(game), generation=3).save(tmp_path / "t3.pt")

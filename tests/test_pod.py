@@ -342,7 +342,8 @@ def test_the_mlflow_image_serves_a_smoke_league_from_postgres_and_s3(
     from moto.server import ThreadedMotoServer
 
     from c4core.config import profile
-    from c4core.registry import MLflowStore, Tracking, run_league_tracked
+    from c4core.tracking.runs import run_league_tracked
+    from c4core.tracking.store import MLflowStore, Tracking
 
     s3_port, port, bucket = free_port(), free_port(), "league-image"
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=s3_port, verbose=False)

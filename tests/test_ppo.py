@@ -1,4 +1,4 @@
-"""PPO self-play (`c4core.ppo`): GAE by hand, what `collect` records, the update, and learning.
+"""PPO self-play (`c4core.learners.ppo`): GAE by hand, what `collect` records, the update, and learning.
 
 `gae` is checked against hand-computed advantages for two interleaved trajectories. `collect`
 is checked for bookkeeping (decisions per game, W/D/L per opponent, colours, legality, both
@@ -21,14 +21,16 @@ import torch
 from exact import dots_movers_and_results
 from groups import in_group
 
-from c4core.batch import Boards
-from c4core.bots import GreedyBot, RandomBot, TacticalBot
 from c4core.config import NetConfig, PPOConfig
+from c4core.evaluation.match import WDL, play_match
 from c4core.games import ConnectFour, load
-from c4core.match import WDL, play_match
-from c4core.net import NetPlayer, PolicyValueNet
-from c4core.ppo import Rollout, _with_images, collect, gae, ppo_update, train
-from c4core.ranks import joined
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.bots import TacticalBot
+from c4core.games.dots_and_boxes.bots import GreedyBot
+from c4core.games.players import RandomBot
+from c4core.learners.net import NetPlayer, PolicyValueNet
+from c4core.learners.ppo import Rollout, _with_images, collect, gae, ppo_update, train
+from c4core.learners.ranks import joined
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)

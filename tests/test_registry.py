@@ -1,4 +1,4 @@
-"""MLflow as the system of record (`c4core.registry`): runs, versions, matches, champion, resume.
+"""MLflow as the system of record (`c4core.tracking`): runs, versions, matches, champion, resume.
 
 A smoke league runs once per module into an embedded SQLite store; most tests read what it left
 behind. Resume tests rerun it with training and match play patched to fail, so "nothing is
@@ -29,41 +29,33 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 from servers import Server, check_smoke_league_on_server, runs_of, tracking_server
 
-import c4core.league as league
-import c4core.learners as learners
-import c4core.match
+import c4core.evaluation.match
+import c4core.league.generation as league
+import c4core.learners.plugins as learners
 from c4core.config import LeagueConfig, NetConfig, league_config, profile, snapshot_name
-from c4core.elo import fit_elo
 from c4core.entry import registry_fetch, registry_line
-from c4core.game import STANDARD
-from c4core.league import iterations_to_beat
-from c4core.lease import Lease, LeaseHeld
-from c4core.match import WDL, MatchResult, play_match
-from c4core.net import NetPlayer, PolicyValueNet
+from c4core.evaluation.elo import fit_elo
+from c4core.evaluation.match import WDL, MatchResult, play_match
+from c4core.games.connect4.rules import STANDARD
+from c4core.league.members import iterations_to_beat
+from c4core.learners.net import NetPlayer, PolicyValueNet
 from c4core.players import make_player
-from c4core.registry import (
+from c4core.tracking.champion import champion_history, league_alias, same_version
+from c4core.tracking.lease import Lease, LeaseHeld
+from c4core.tracking.reports import open_league
+from c4core.tracking.runs import TrackedReport, run_generation_tracked, run_league_tracked
+from c4core.tracking.scores import EXPLOITABILITY, TO_BEAT, _run_metrics
+from c4core.tracking.store import (
     CHAMPION_ALIAS,
-    EXPLOITABILITY,
     MODEL_NAME,
-    TO_BEAT,
     MLflowStore,
-    TrackedReport,
     Tracking,
-    _run_metrics,
-    champion_history,
-    find_version,
-    league_alias,
     league_lease,
-    league_versions,
     model_name_for,
-    open_league,
     pair_key,
-    register_snapshot,
-    resolve_version,
-    run_generation_tracked,
-    run_league_tracked,
-    same_version,
 )
+from c4core.tracking.uris import resolve_version
+from c4core.tracking.versions import find_version, league_versions, register_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = profile("smoke", name="t")
@@ -421,7 +413,7 @@ def test_a_weaker_league_does_not_take_the_title_and_a_stronger_one_does(
     assert line.startswith(f"registry: models:/{MODEL_NAME}@champion-weak2 = models:/{MODEL_NAME}/")
     assert f"title stays with models:/{MODEL_NAME}/{strong.champion_version.version}" in line
     # a rerun plays no gating match again and writes no second row
-    monkeypatch.setattr(c4core.match, "play_match", _forbid_play)  # where gating_match finds it
+    monkeypatch.setattr(c4core.evaluation.match, "play_match", _forbid_play)  # where gating_match finds it
     rigged_league(tracking, "weak2", strong=False, monkeypatch=monkeypatch)
     assert len(runs_of(client, "gating", "weak2")) == 1 and len(champion_history(weak_store)) == 1
     # the registered model's description leads with the holder, rewritten as the title moved
@@ -488,8 +480,9 @@ CRASH_DRIVER = """
 import json, sys, torch
 torch.set_num_threads(1)  # a busy 2-core machine: one thread is fastest for a tiny net
 from c4core.config import profile
-from c4core.lease import process_owner
-from c4core.registry import MLflowStore, Tracking, run_league_tracked
+from c4core.tracking.lease import process_owner
+from c4core.tracking.store import MLflowStore, Tracking
+from c4core.tracking.runs import run_league_tracked
 uri, name, roles, ttl, wait = sys.argv[1:6]
 # 20 iterations: long enough that a watcher on a loaded machine still sees two learners mid-training
 config = profile("smoke", name=name, generations=2, ppo={"iterations": 20}, roles=tuple(roles.split(",")))

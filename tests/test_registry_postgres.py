@@ -29,13 +29,8 @@ import torch
 from servers import Server, check_smoke_league_on_server, free_port, runs_of, tracking_server
 
 from c4core.config import profile
-from c4core.registry import (
-    CHAMPION_ALIAS,
-    MODEL_NAME,
-    MLflowStore,
-    Tracking,
-    run_league_tracked,
-)
+from c4core.tracking.runs import run_league_tracked
+from c4core.tracking.store import CHAMPION_ALIAS, MODEL_NAME, MLflowStore, Tracking
 
 REPO = Path(__file__).resolve().parents[1]
 DATABASE = "mlflow"

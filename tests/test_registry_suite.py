@@ -1,4 +1,4 @@
-"""Suite scores in the registry (`c4core.registry.log_suite`): every registered snapshot of a league
+"""Suite scores in the registry (`c4core.tracking.scores.log_suite`): every registered snapshot of a league
 given a suite file carries ``suite/*`` metrics on its generation run and ``suite_*`` tags on its
 version, a rerun leaves them as they are, a league without a suite gets none, and the report draws
 the suite curve from the store.
@@ -18,23 +18,19 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-import c4core.league as league
-import c4core.learners as learners
+import c4core.league.generation as league
+import c4core.learners.plugins as learners
 from c4core import steps
 from c4core.cli import main
 from c4core.config import profile, snapshot_name
-from c4core.net import NetPlayer
-from c4core.registry import (
-    MLflowStore,
-    Tracking,
-    find_version,
-    league_versions,
-    log_suite,
-    read_league,
-    run_league_tracked,
-)
+from c4core.games.connect4.suite import evaluate_suite, load_suite
+from c4core.learners.net import NetPlayer
 from c4core.report import build_report
-from c4core.suite import evaluate_suite, load_suite
+from c4core.tracking.reports import read_league
+from c4core.tracking.runs import run_league_tracked
+from c4core.tracking.scores import log_suite
+from c4core.tracking.store import MLflowStore, Tracking
+from c4core.tracking.versions import find_version, league_versions
 
 SUITE_LINES = """\
 {"moves": "61161377", "ply": 8, "scores": [3, 1, -4, 3, -9, -4, -3]}
@@ -189,7 +185,7 @@ def test_steps_take_the_suite_from_c4_suite_else_the_shared_dev_suite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from c4core.games import VARIANTS
-    from c4core.suite import default_suite_path
+    from c4core.games.connect4.suite import default_suite_path
 
     monkeypatch.setenv("C4_SUITE", "/some/suite.jsonl")
     assert steps.suite_path() == "/some/suite.jsonl"

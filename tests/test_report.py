@@ -25,12 +25,14 @@ from PIL import Image
 
 from c4core import cli
 from c4core.config import profile
-from c4core.elo import fit_elo
+from c4core.evaluation.elo import fit_elo
+from c4core.evaluation.match import WDL, MatchResult, head_to_head
 from c4core.figures import percent
-from c4core.game import Position
-from c4core.league import LocalStore, champion, champion_after, exploitability, fit_ratings, run_league
-from c4core.match import WDL, MatchResult, head_to_head
-from c4core.net import Checkpoint, PolicyValueNet
+from c4core.games.connect4.rules import Position
+from c4core.league.generation import run_league
+from c4core.league.members import champion, champion_after, exploitability, fit_ratings
+from c4core.league.store import LocalStore
+from c4core.learners.net import Checkpoint, PolicyValueNet
 from c4core.report import (
     LeagueData,
     ReportFiles,
@@ -459,7 +461,8 @@ warnings.filterwarnings("error", message="the league report")  # a report that f
 import torch
 torch.set_num_threads(1)
 from c4core.config import profile
-from c4core.registry import MLflowStore, Tracking, run_generation_tracked, run_league_tracked
+from c4core.tracking.store import MLflowStore, Tracking
+from c4core.tracking.runs import run_generation_tracked, run_league_tracked
 uri = sys.argv[1]
 config = profile("smoke", name="rep")
 store = MLflowStore(Tracking.for_uri(uri), config)
@@ -476,7 +479,8 @@ print(json.dumps({"live_generations": live["generations"], "version": final.cham
 def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path, capsys) -> None:
     from mlflow.tracking import MlflowClient
 
-    from c4core.registry import MODEL_NAME, Tracking, open_league, read_league
+    from c4core.tracking.reports import open_league, read_league
+    from c4core.tracking.store import MODEL_NAME, Tracking
 
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
     (tmp_path / "store").mkdir()

@@ -1,4 +1,4 @@
-"""Batched PUCT search with MCTS-Solver proofs (`c4core.search`).
+"""Batched PUCT search with MCTS-Solver proofs (`c4core.learners.search`).
 
 Every net here is a tiny one with random weights: whatever search finds, it finds through its
 own simulations and proofs, not through a trained policy. Tactical positions are move strings
@@ -16,16 +16,16 @@ import pytest
 import torch
 from exact import first_player_value
 
-from c4core.batch import Boards
-from c4core.bots import RandomBot
 from c4core.config import NetConfig, SearchConfig
-from c4core.game import STANDARD, Geometry, Position
+from c4core.evaluation.match import play_match
 from c4core.games import load
-from c4core.match import play_match
-from c4core.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.connect4.solver import Solver
+from c4core.games.players import RandomBot
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.learners.search import SearchPlayer, search, search_position
 from c4core.players import make_player
-from c4core.search import SearchPlayer, search, search_position
-from c4core.solver import Solver
 
 SEED = 4321
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -418,7 +418,7 @@ def test_a_fresh_leaf_is_valued_from_the_view_of_its_parents_mover(dots_position
 def test_backup_flips_the_sign_where_the_mover_changes_not_every_ply() -> None:
     """A path root -> n1 -> n2 where the root's mover takes a box at the root and moves again
     at n1: a value v for the mover at n2 counts -v at n1 and at the root, and +v at n2."""
-    from c4core.search import StateTree, _Forest
+    from c4core.learners.search import StateTree, _Forest
 
     game = load("dots_and_boxes", rows=1, cols=2)
     tree = StateTree(game, 8)

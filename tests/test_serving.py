@@ -29,11 +29,12 @@ from mlflow.tracking import MlflowClient
 from servers import free_port, wait_for_http
 
 from c4core.config import NetConfig, league_config, profile
-from c4core.game import Geometry, Position
 from c4core.games import load
-from c4core.net import Checkpoint, PolicyValueNet
-from c4core.registry import MLflowStore, Tracking, run_league_tracked
+from c4core.games.connect4.rules import Geometry, Position
+from c4core.learners.net import Checkpoint, PolicyValueNet
 from c4core.serving import SnapshotModel, save_pyfunc
+from c4core.tracking.runs import run_league_tracked
+from c4core.tracking.store import MLflowStore, Tracking
 
 REPO = Path(__file__).resolve().parents[1]
 EMPTY = [[0] * 7 for _ in range(6)]
@@ -393,7 +394,8 @@ def test_a_tabular_champion_answers_its_table_s_best_action(
     """A Q-learning table served: every answer is legal and is the table's best action, its
     probability shared by equal best actions, its value the best action's; it is not searched."""
     from c4core.games import load
-    from c4core.registry import Tracking, load_checkpoint
+    from c4core.tracking.store import Tracking
+    from c4core.tracking.uris import load_checkpoint
 
     g = Geometry(4, 4, 3)
     moves = [random_move_string(rng, unfinished=True, geometry=g) for _ in range(50)] + [""]

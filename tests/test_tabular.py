@@ -1,5 +1,5 @@
-"""Tables over every position of a small game (`c4core.tabular`): the index, the player, and
-Q-learning and SARSA checked against values computed here by brute force."""
+"""Tables over every position of a small game (`c4core.learners.tabular`): the table, its player,
+and Q-learning and SARSA checked against values computed here by brute force."""
 
 from __future__ import annotations
 
@@ -10,44 +10,15 @@ import pytest
 import torch
 
 from c4core.config import TabularConfig
-from c4core.exploitability import game_values
+from c4core.evaluation.exploitability import game_values
+from c4core.evaluation.positions import position_index
 from c4core.games import load
 from c4core.games.base import Game, State
-from c4core.tabular import QTable, TablePlayer, epsilon_at, position_index, train_table
+from c4core.learners.tabular import QTable, TablePlayer, epsilon_at, train_table
 
 CONNECT3 = load("connect3-4x4")
 ONE_BOX = load("dots_and_boxes", rows=1, cols=1)
 TWO_BOXES = load("dots_and_boxes", rows=1, cols=2)
-
-
-def test_connect3_on_4x4_has_23930_positions_in_play_each_a_row() -> None:
-    index = position_index(CONNECT3)
-    assert len(index) == 23_930
-    assert (np.diff(index.keys) > 0).all()  # sorted, no key twice
-    assert [s.key() for s in index.states[:50]] == index.keys[:50].tolist()
-    assert not any(s.is_terminal for s in index.states)
-    picks = np.array([0, 17, len(index) - 1])
-    assert index.rows(index.keys[picks]).tolist() == picks.tolist()
-
-
-def test_a_finished_or_foreign_position_has_no_row() -> None:
-    index = position_index(CONNECT3)
-    won = CONNECT3.state_from_moves("11223")  # three in a row on the bottom
-    assert won.is_terminal
-    with pytest.raises(ValueError, match="not in Connect-3 on 4x4's table"):
-        index.rows(np.array([won.key()]))
-
-
-def test_a_game_too_large_to_enumerate_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import c4core.tabular as tabular
-
-    monkeypatch.setattr(tabular, "MAX_POSITIONS", 100)
-    position_index.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="over 100 positions"):
-            position_index(load("connect4", rows=3, cols=3, connect=3))
-    finally:
-        position_index.cache_clear()
 
 
 def test_a_table_of_the_wrong_shape_is_refused() -> None:
@@ -148,7 +119,7 @@ def test_sarsa_learns_the_value_of_the_policy_it_follows() -> None:
 
 @pytest.mark.parametrize("method", ["q-learning", "sarsa"])
 def test_self_play_lowers_nash_conv_and_records_each_iteration(method: str) -> None:
-    from c4core.exploitability import nash_conv, policy_of
+    from c4core.evaluation.exploitability import nash_conv, policy_of
 
     game = load("connect4", rows=3, cols=3, connect=3)
     table, seen = QTable(game), []

@@ -127,7 +127,7 @@ class Stack:
 
 def suite_file(tmp: Path) -> str:
     """A few positions of the shared dev suite, or "" (no suite) where this checkout has none."""
-    from c4core.suite import default_suite_path
+    from c4core.games.connect4.suite import default_suite_path
 
     path = default_suite_path()
     if path is None:

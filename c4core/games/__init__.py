@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from c4core.game import Geometry
 from c4core.games.base import BatchState, Game, State, Symmetry
 from c4core.games.connect4 import ConnectFour
+from c4core.games.connect4.rules import Geometry
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.rules import Boxes
 

@@ -14,13 +14,15 @@ from the move number: in Dots and Boxes a player who completes a box moves again
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # torch is imported where it is used, so a rules-only command starts fast
     import numpy as np
     import torch
+
+    from c4core.games.players import Player
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class State(Protocol):
     def key(self) -> int:
         """A non-negative int below 2**63 naming the position from the mover's side: two states
         with one key have the same legal actions and the same future for whoever moves, so a
-        table of values (`c4core.tabular`) can be indexed by it."""
+        table of values (`c4core.learners.tabular`) can be indexed by it."""
         ...
 
 
@@ -178,7 +180,13 @@ class SearchTree(Protocol):
 
 @runtime_checkable
 class Game(Protocol):
-    """A game's description, and the factory of its states."""
+    """A game's description, and the factory of its states and of its scripted bots.
+
+    A game may also offer fast paths, which algorithms look up and do without when absent:
+    ``search_tree(total) -> SearchTree``, its own storage for the batched search's nodes, and
+    ``kernel_match(a, b, pairs, seed, opening_plies)``, a match between two of its scripted bots
+    played in compiled code (A's outcomes of `pairs` colour-swapped game pairs, A first in the
+    even games; None when it cannot play those two)."""
 
     name: str
     """The game's registry name, e.g. "connect4" or "dots_and_boxes"."""
@@ -239,4 +247,9 @@ class Game(Protocol):
 
     def moves_string(self, actions: Sequence[int]) -> str:
         """A sequence of actions as one move string."""
+        ...
+
+    def bots(self) -> Mapping[str, Callable[[], Player]]:
+        """The game's scripted players by name (`c4core.games.players`), ``random`` first and
+        ``perfect`` where the game has an exact solver; each call of a value makes a fresh one."""
         ...

@@ -1,26 +1,28 @@
 """Connect Four on any board (rows, columns, connect-k) behind the game interface.
 
-The rules live in `c4core.game` (the bitboard layout and the scalar `Position`) and
-`c4core.batch` (the tensor engine `Boards`); both answer the interface's calls directly. An
+The rules live in `c4core.games.connect4.rules` (the bitboard layout and the scalar `Position`) and
+`c4core.games.connect4.batch` (the tensor engine `Boards`); both answer the interface's calls directly. An
 action is a column, 0-based; the move notation is the solver's, a column digit counted from 1,
 and a move string is digits run together (``"4453"``). The one symmetry is the left-right mirror.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from c4core.game import NUM_PLANES, STANDARD, Geometry, Position, parse_column
 from c4core.games.base import Symmetry
+from c4core.games.connect4.rules import NUM_PLANES, STANDARD, Geometry, Position, parse_column
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
-    from c4core.batch import Boards
+    from c4core.games.connect4.batch import Boards
     from c4core.games.connect4.tree import ConnectFourTree
+    from c4core.games.players import Player
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,12 @@ class ConnectFour:
         return Position(geometry=self.geometry)
 
     def new_batch(self, n: int, device: str | torch.device = "cpu") -> Boards:
-        from c4core.batch import Boards
+        from c4core.games.connect4.batch import Boards
 
         return Boards(n, self.geometry, device)
 
     def batch_of(self, states: Sequence[Position], device: str | torch.device = "cpu") -> Boards:
-        from c4core.batch import Boards
+        from c4core.games.connect4.batch import Boards
 
         if not states:
             return Boards(0, self.geometry, device)
@@ -110,3 +112,52 @@ class ConnectFour:
         from c4core.games.connect4.tree import ConnectFourTree
 
         return ConnectFourTree(self.geometry, total)
+
+    def bots(self) -> Mapping[str, Callable[[], Player]]:
+        """`random`; `tactical` and `lookahead` (`bots`); `perfect`, the exact solver's (boards
+        of at most 16 cells: `solver.PerfectBot`)."""
+        return {
+            "random": _random,
+            "tactical": _tactical,
+            "lookahead": _lookahead,
+            "perfect": lambda: _perfect(self.geometry),
+        }
+
+    def kernel_match(
+        self, a: Player, b: Player, pairs: int, seed: int, opening_plies: int
+    ) -> np.ndarray | None:
+        """The fast path of a match between two scripted bots with a compiled twin (`Player.kernel`
+        in `kernels.KERNELS`): A's outcomes of `pairs` colour-swapped game pairs (A first in the
+        even games), played in machine code; None when either has no twin."""
+        from c4core.games.connect4 import kernels
+
+        if a.kernel not in kernels.KERNELS or b.kernel not in kernels.KERNELS:
+            return None
+        g = self.geometry
+        ids = kernels.KERNELS[a.kernel], kernels.KERNELS[b.kernel]
+        return kernels.play_match(*ids, pairs, seed, opening_plies, g.rows, g.cols, g.connect)
+
+
+# the bots' factories import their modules when called, so naming the bots stays light
+def _random() -> Player:
+    from c4core.games.players import RandomBot
+
+    return RandomBot()
+
+
+def _tactical() -> Player:
+    from c4core.games.connect4.bots import TacticalBot
+
+    return TacticalBot()
+
+
+def _lookahead() -> Player:
+    from c4core.games.connect4.bots import LookaheadBot
+
+    return LookaheadBot()
+
+
+def _perfect(geometry: Geometry) -> Player:
+    from c4core.games.connect4.solver import PerfectBot
+
+    return PerfectBot(geometry)

@@ -1,7 +1,7 @@
-"""Connect Four's own tree storage for the batched search (`c4core.search`).
+"""Connect Four's own tree storage for the batched search (`c4core.learners.search`).
 
 The search keeps its trees in flat arrays indexed by node id and asks a game's tree for the
-states it needs (see `c4core.search`). This one stores two bitboards and the ply per node, so
+states it needs (see `c4core.learners.search`). This one stores two bitboards and the ply per node, so
 playing an edge is two integer operations on whole arrays of nodes, and on expansion it finds
 with bitboard arithmetic the edges whose value is already exact: a move that completes a run
 wins (length 1), one that fills the board without winning draws (length 1), and one after which
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from c4core.game import Geometry, winning_cells
+from c4core.games.connect4.rules import Geometry, winning_cells
 
 if TYPE_CHECKING:
     import torch
 
-    from c4core.batch import Boards
+    from c4core.games.connect4.batch import Boards
 
 
 class ConnectFourTree:
@@ -76,7 +76,7 @@ class ConnectFourTree:
         """The states at `nodes` as a batch, for one network forward."""
         import torch
 
-        from c4core.batch import Boards
+        from c4core.games.connect4.batch import Boards
 
         boards = Boards(len(nodes), self.g, device)
         boards.current = torch.from_numpy(self.cur[nodes]).to(device)
@@ -87,9 +87,9 @@ class ConnectFourTree:
     def probe(
         self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact values of `nodes` from `solver` (`c4core.solver.Solver`) for those with at least
-        `from_ply` stones that it settles within `max_nodes` (NaN elsewhere), and the most plies
-        the game can still last, as the proof's length (a bound)."""
+        """Exact values of `nodes` from `solver` (`c4core.games.connect4.solver.Solver`) for those
+        with at least `from_ply` stones that it settles within `max_nodes` (NaN elsewhere), and the
+        most plies the game can still last, as the proof's length (a bound)."""
         values = np.full(len(nodes), np.nan)
         deep = self.ply[nodes] >= from_ply
         if deep.any():

@@ -8,7 +8,7 @@ tensor engine in `batch`. An action is a line number; the move notation is ``h<r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import torch
 
     from c4core.games.dots_and_boxes.batch import DotsBoards
+    from c4core.games.players import Player
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,27 @@ class DotsAndBoxes:
 
     def moves_string(self, actions: Sequence[int]) -> str:
         return " ".join(self.format_action(int(a)) for a in actions)
+
+    def bots(self) -> Mapping[str, Callable[[], Player]]:
+        """`random`; `greedy` (`bots`); `perfect`, the exact solver's (boards of at most 3x3 boxes:
+        `solver.DotsPerfectBot`)."""
+        return {"random": _random, "greedy": _greedy, "perfect": lambda: _perfect(self.boxes)}
+
+
+# the bots' factories import their modules when called, so naming the bots stays light
+def _random() -> Player:
+    from c4core.games.players import RandomBot
+
+    return RandomBot()
+
+
+def _greedy() -> Player:
+    from c4core.games.dots_and_boxes.bots import GreedyBot
+
+    return GreedyBot()
+
+
+def _perfect(boxes: Boxes) -> Player:
+    from c4core.games.dots_and_boxes.solver import DotsPerfectBot
+
+    return DotsPerfectBot(boxes)

@@ -1,0 +1,480 @@
+"""AlphaZero-style learner: self-play with search, trained on what the search found.
+
+Expert iteration (Silver et al. 2017, "Mastering the game of Go without human knowledge";
+Anthony et al. 2017, "Thinking fast and slow with deep learning and tree search"): one
+iteration plays `games` games in a single batch, against itself (or a `league_share` of them
+against league members, below), the learner's every move chosen by `c4core.learners.search` with
+Dirichlet noise at the root, and records for every decision of the learner
+
+- the **policy target**: the root's visit distribution (proven-lost moves removed, one-hot on
+  the proof's move when the root is proven);
+- the **value target**: the exact value where MCTS-Solver proved the root, else a mix of the
+  game's outcome z and the search's root value q, ``(1 - q_weight) * z + q_weight * q``
+  (the z/q mix of Oracle's "Lessons from AlphaZero" Connect Four study: z alone is noisy,
+  q alone is biased towards the network's own view).
+
+The network is then fitted by cross-entropy to the policy targets plus squared error to the
+value targets on minibatches drawn uniformly from a **replay window** of the last
+`replay_iterations` iterations, with each position's images under the game's symmetries added
+(Connect Four's left-right mirror; supervised targets map exactly, unlike PPO's on-policy
+ratios). Moves are sampled in proportion to the visits for the first `temperature_plies` plies
+after the random opening, then played greedily. Any game of the interface (`c4core.games`)
+trains alike: the player to move is asked of the game, never derived from the ply, so the
+outcome z of a decision is its own mover's even when a player moves twice in a row.
+
+With `solve_from`, the exact solver (`c4core.games.connect4.solver`) rescores the targets as Leela Chess Zero
+rescores its games with endgame tablebases: late decisions it settles cheaply get their exact
+result as value target, and each game's earlier decisions take the exact result of its first
+settled position as their outcome z. The openings, where the suite's hard positions are, stay
+the network's to learn: the solver would need seconds to minutes a position there. The solver
+is Connect Four's (`c4core.games.connect4.solver`); a game without one trains without rescoring.
+
+With `league_share`, that share of each iteration's games pits the learner against league
+members instead of itself (colours alternated, members' games split evenly), in the same batch
+as the self-play games. Only the learner's decisions become samples: its search's visits are
+the policy target and the outcome from its side (mixed with its root q, or proven, or
+rescored) the value target, exactly as in self-play. The members' moves are no targets: they
+are not the learner's search output, and fitting its policy to another net's moves would be
+imitation, not expert iteration; what the learner takes from a member is the positions it
+reaches and the outcomes its play forces. The league rates every snapshot the learner
+produces against every member, on the same ladder as the PPO snapshots.
+
+Three sample-efficiency levers, each off by default (`AlphaZeroConfig`): `merge_duplicates`
+merges the window's copies of a position into one sample with mean targets (`merge_duplicates`
+below), `learning_rate_final` anneals the step size along a half cosine over a generation
+(`learning_rate_at`), and `average_iterations` makes the snapshot the mean of its last
+iterations' weights (`average_weights`).
+
+With `ranks` above 1 the learner trains data-parallel (`c4core.learners.ranks`): each rank self-plays
+its share of the games on a random stream of its own, every rank's decisions are pooled into
+one replay window, and rank 0 alone fits the net on it and shares the new weights. Self-play,
+the search, is most of an iteration's time, and it is what the ranks split; a fit is one
+rank's, as it is with one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import torch
+from torch.nn import functional as F
+
+from c4core.config import AlphaZeroConfig, SearchConfig
+from c4core.evaluation.match import WDL
+from c4core.games import BatchState, ConnectFour, Game, State
+from c4core.games.connect4.solver import Solver
+from c4core.games.players import Player, play_opening
+from c4core.learners.net import NetPlayer, PolicyValueNet
+from c4core.learners.ranks import ALONE, Ranks
+from c4core.learners.search import SearchPlayer, search
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Training positions (the net's inputs) and their targets."""
+
+    observation: torch.Tensor
+    """[n, *observation_shape] float32: each position as the net reads it (`Game`)."""
+    legal: torch.Tensor
+    """[n, actions] bool: its legal actions."""
+    player: torch.Tensor
+    """[n] int64: the player to move, 0 or 1."""
+    ply: torch.Tensor
+    """[n] int64: actions played before it."""
+    policy: torch.Tensor
+    """[n, actions] float32 policy target (sums to 1 over legal actions)."""
+    value: torch.Tensor
+    """[n] float32 value target for the player to move, in -1..1."""
+    proven: torch.Tensor
+    """[n] bool: the value target is exact (MCTS-Solver proved the root), not a z/q estimate."""
+
+    def __len__(self) -> int:
+        return self.ply.shape[0]
+
+    @staticmethod
+    def cat(parts: list[Samples]) -> Samples:
+        return Samples(*(torch.cat([getattr(p, f) for p in parts]) for f in Samples.__dataclass_fields__))
+
+    def take(self, idx: torch.Tensor) -> Samples:
+        return Samples(*(getattr(self, f)[idx] for f in Samples.__dataclass_fields__))
+
+
+def self_play(
+    net: PolicyValueNet,
+    config: AlphaZeroConfig,
+    generator: torch.Generator,
+    game: Game = ConnectFour(),
+    solver: Solver | None = None,
+    opponents: Sequence[tuple[str, PolicyValueNet]] = (),
+) -> tuple[Samples, dict[str, float]]:
+    """Play `config.games` searched games, `league_games` of them against `opponents` (member
+    name, frozen net) and the rest against itself; returns every decision of the learner with
+    its targets and statistics (first player's W/D/L in self-play, the learner's against each
+    member played, game length, share of proven roots). With `config.solve_from`, `solver`
+    rescores the targets (one is made when none is given), and with `config.search.probe_from`
+    the search probes it too."""
+    if solver is None and (config.solve_from or config.search.probe_from):
+        solver = solver_for(game, config)
+    device = next(net.parameters()).device
+    member, learner_seat = (t.to(device) for t in seat_games(config, len(opponents)))
+    players = [member_player(member_net, config) for _, member_net in opponents]
+    boards = game.new_batch(config.games, device)
+    opening = torch.randint(
+        config.opening_plies, config.opening_plies_max + 1, (config.games,), generator=generator
+    ).to(device)
+    plies = play_opening(boards, opening, generator).cpu()
+    sampled_until = (opening + config.temperature_plies).cpu()
+    scfg = replace(config.search, max_trees=config.games)  # every game in one batch
+    rows: list[tuple[torch.Tensor, ...]] = []
+    positions: list[State] = []  # the rescored decisions' positions, in order
+    net.eval()
+    while not bool(boards.done.all()):
+        # the learner moves in every self-play game, and in a league game when its seat is up
+        learner = ~boards.done & ((member < 0) | (boards.to_move() == learner_seat))
+        cols = torch.zeros(len(boards), dtype=torch.int64, device=device)
+        live = torch.nonzero(learner).squeeze(1)
+        if len(live):
+            row, cols[live] = _learner_moves(net, boards, live, plies, scfg, generator, solver, sampled_until)
+            rows.append(row)
+            if config.solve_from:
+                late = live.cpu()[plies[live.cpu()] >= config.solve_from]
+                positions += [boards.state(int(i)) for i in late]
+        for k, player in enumerate(players):
+            idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
+            if len(idx):
+                cols[idx] = player.act(boards.select(idx), generator).to(device)
+        plies += (~boards.done).cpu().long()
+        boards.play(cols)
+
+    in_game, observation, legal, player, ply, policy, q, exact = (
+        torch.cat(x) for x in zip(*rows, strict=True)
+    )
+    proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
+    returns = boards.returns().cpu()
+    result = returns[:, 0]  # for the first player
+    solve_stats: dict[str, float] = {}
+    if config.solve_from:
+        start = time.perf_counter()
+        assert solver is not None  # made above
+        # only the learner's decisions are solved: a member's position is no target, and the
+        # learner's first settled decision of a league game is at most one ply past it; its
+        # mover tells the adjudication which player the exact result is for
+        solved = _rescore(solver, ply, config.solve_from, positions)
+        exact = torch.where(torch.isnan(solved), exact, solved)
+        result = _adjudicate(result, in_game, ply, player, solved)
+        solve_stats = {
+            "selfplay/solved": float(
+                (~torch.isnan(solved)).sum() / max(int((ply >= config.solve_from).sum()), 1)
+            ),
+            "charts/solve_seconds": time.perf_counter() - start,
+        }
+    result = result[in_game]
+    z = torch.where(player == 0, result, -result)  # the outcome for the player to move
+    value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
+    samples = Samples(observation, legal, player, ply, policy, value, ~torch.isnan(exact))
+    stats = (
+        _league_rates(returns, member, learner_seat, [name for name, _ in opponents])
+        | {"selfplay/plies": float(plies.float().mean()), "selfplay/proven_roots": proven_roots}
+        | solve_stats
+    )
+    return samples, stats
+
+
+def solver_for(game: Game, config: AlphaZeroConfig) -> Solver:
+    """The exact solver that rescores (`solve_from`) and that the search probes (`probe_from`):
+    Connect Four's; `ValueError` for a game without one."""
+    if not isinstance(game, ConnectFour):
+        raise ValueError(f"{game.title} has no exact solver: set solve_from and probe_from to 0")
+    return Solver(game.geometry, max_nodes=config.solve_nodes)
+
+
+def league_games(config: AlphaZeroConfig, members: int) -> int:
+    """Games of an iteration played against league members: `league_share` of `games`, rounded
+    down to even so that every member's games pair up by colour; none without members."""
+    n = round(config.games * config.league_share) if members else 0
+    return n - n % 2
+
+
+def seat_games(config: AlphaZeroConfig, members: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Who plays whom: [games] the league member each game is against (-1: self-play) and
+    [games] the learner's seat there, 0 first or 1 second (in self-play it is both). The
+    self-play games come first; the league games follow in colour pairs (learner first, then
+    second) dealt round-robin, so the members' shares differ by one pair at most and each
+    member meets the learner on both colours equally often."""
+    n = league_games(config, members)
+    in_league = torch.arange(n)
+    member = torch.cat((torch.full((config.games - n,), -1), (in_league // 2) % max(members, 1)))
+    learner_seat = torch.cat((torch.zeros(config.games - n, dtype=torch.int64), in_league % 2))
+    return member, learner_seat
+
+
+def member_player(net: PolicyValueNet, config: AlphaZeroConfig) -> Player:
+    """A league member as the learner's opponent (`league_simulations`).
+
+    Without search it samples its raw policy, as PPO's opponents play. With search it plays
+    the most visited move without root noise: that is the member at its rated strength (the
+    league's matches play greedily too), the games still vary with the random openings and the
+    learner's own noise and sampled moves, and a member that sampled visits would teach the
+    learner to beat a weaker player than the one on the ladder. It never probes the solver:
+    an oracle's strength is not the member's own."""
+    if not config.league_simulations:
+        return NetPlayer(net, greedy=False)
+    member_search = replace(
+        config.search, root_noise=False, temperature=0.0, probe_from=0, max_trees=config.games
+    )
+    return SearchPlayer(net, config.league_simulations, member_search)
+
+
+def _learner_moves(
+    net: PolicyValueNet,
+    boards: BatchState,
+    live: torch.Tensor,
+    plies: torch.Tensor,
+    scfg: SearchConfig,
+    generator: torch.Generator,
+    solver: Solver | None,
+    sampled_until: torch.Tensor,
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """The learner's searched moves in the games at `live`, sampled in proportion to the visits
+    before `sampled_until`, and the decisions' record (game, position, visits, q, proof)."""
+    here = boards.select(live)
+    r = search(net, here, scfg, generator, solver)
+    probs = torch.from_numpy(r.probs).float()
+    cols = torch.from_numpy(r.columns)
+    ply = plies[live.cpu()]
+    early = torch.nonzero(ply < sampled_until[live.cpu()]).squeeze(1)
+    if len(early):
+        cols[early] = torch.multinomial(probs[early], 1, generator=generator).squeeze(1)
+    row = (
+        live.cpu(),
+        here.observation().cpu(),
+        here.legal().cpu(),
+        here.to_move().cpu(),
+        ply,
+        probs,
+        torch.from_numpy(r.values).float(),
+        torch.from_numpy(r.proven).float(),  # NaN where search proved nothing
+    )
+    return row, cols.to(boards.device)
+
+
+def _league_rates(
+    returns: torch.Tensor, member: torch.Tensor, learner_seat: torch.Tensor, names: list[str]
+) -> dict[str, float]:
+    """``vs/self/*`` (the first player's view) over the self-play games and ``vs/<member>/*``
+    (the learner's) over each member's games, for those played, from the games' `returns`."""
+    first = returns[:, 0]
+    learner = returns[torch.arange(len(returns)), learner_seat.cpu()]
+    member = member.cpu()
+    groups = [("self", first[member < 0])] + [(name, learner[member == k]) for k, name in enumerate(names)]
+    rates: dict[str, float] = {}
+    for name, outcomes in groups:
+        if len(outcomes):
+            wdl = WDL.of(outcomes.numpy())
+            rates[f"vs/{name}/win"] = wdl.win / wdl.games
+            rates[f"vs/{name}/draw"] = wdl.draw / wdl.games
+            rates[f"vs/{name}/loss"] = wdl.loss / wdl.games
+    return rates
+
+
+def _rescore(solver: Solver, ply: torch.Tensor, solve_from: int, positions: Sequence[State]) -> torch.Tensor:
+    """Exact result (+1, 0, -1 for the player to move) of each decision at or past
+    `solve_from` (whose `positions` are given in order) that the solver settles within its
+    budget; NaN elsewhere. The latest plies go first, so the table built on them speeds up the
+    earlier ones."""
+    solved = torch.full((len(ply),), float("nan"))
+    late = torch.nonzero(ply >= solve_from).squeeze(1)
+    position_of = dict(zip(late.tolist(), positions, strict=True))
+    order = late[torch.argsort(ply[late], descending=True, stable=True)]
+    for i in order.tolist():
+        value = solver.score(position_of[i], weak=True)
+        if value is not None:
+            solved[i] = float(value)
+    return solved
+
+
+def _adjudicate(
+    result: torch.Tensor, game: torch.Tensor, ply: torch.Tensor, player: torch.Tensor, solved: torch.Tensor
+) -> torch.Tensor:
+    """Each game's result (for the first player) replaced by the exact result of its first
+    settled decision, where it has one."""
+    out = result.clone()
+    settled = torch.nonzero(~torch.isnan(solved)).squeeze(1)
+    seen: set[int] = set()
+    for i in settled[torch.argsort(ply[settled], stable=True)].tolist():  # earliest first
+        g = int(game[i])
+        if g not in seen:
+            seen.add(g)
+            out[g] = solved[i] if int(player[i]) == 0 else -solved[i]
+    return out
+
+
+def merge_duplicates(samples: Samples) -> Samples:
+    """One sample per distinct position (observation and legal actions alike), its policy and
+    value targets the means of its copies'; where some copies are proven, the mean of the proven
+    values alone (an exact value outranks an estimate), and the sample is proven. In the order of
+    each position's first copy."""
+    n = len(samples)
+    if n == 0:
+        return samples
+    rows = torch.cat((samples.observation.reshape(n, -1), samples.legal.float()), 1)
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    groups = int(inverse.max()) + 1
+    first = torch.full((groups,), n, dtype=torch.long).scatter_reduce(0, inverse, torch.arange(n), "amin")
+    # renumber the groups by their first copy, so the merged samples keep the window's order
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(groups)
+    group, first = rank[inverse], first[order]
+
+    def total(x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros((groups, *x.shape[1:]), dtype=x.dtype).index_add_(0, group, x)
+
+    copies = total(torch.ones(n))
+    proven = samples.proven.float()
+    proven_copies = total(proven)
+    estimate = total(samples.value) / copies
+    exact = total(samples.value * proven) / proven_copies.clamp(min=1)
+    is_proven = proven_copies > 0
+    return Samples(
+        observation=samples.observation[first],
+        legal=samples.legal[first],
+        player=samples.player[first],
+        ply=samples.ply[first],
+        policy=total(samples.policy) / copies[:, None],
+        value=torch.where(is_proven, exact, estimate),
+        proven=is_proven,
+    )
+
+
+def learning_rate_at(config: AlphaZeroConfig, iteration: int) -> float:
+    """The step size of a generation's `iteration` (0-based): `learning_rate` throughout, or with
+    `learning_rate_final` a half cosine from `learning_rate` at the first to it at the last."""
+    if not config.learning_rate_final or config.iterations < 2:
+        return config.learning_rate
+    t = iteration / (config.iterations - 1)
+    span = config.learning_rate - config.learning_rate_final
+    return config.learning_rate_final + span * (1 + math.cos(math.pi * t)) / 2
+
+
+def average_weights(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The mean of network state dicts, entry by entry (computed in float32, kept in each entry's
+    dtype); entries that are not floating point (counters) are the last state's."""
+    out = {}
+    for key, last in states[-1].items():
+        if last.is_floating_point():
+            mean = torch.stack([s[key].float() for s in states]).mean(0)
+            out[key] = mean.to(last.dtype)
+        else:
+            out[key] = last.clone()
+    return out
+
+
+def fit(
+    net: PolicyValueNet,
+    optimizer: torch.optim.Optimizer,
+    window: Samples,
+    steps: int,
+    config: AlphaZeroConfig,
+    generator: torch.Generator,
+    game: Game = ConnectFour(),
+) -> dict[str, float]:
+    """`steps` gradient steps on uniform minibatches of the replay window; mean losses."""
+    device = next(net.parameters()).device
+    images = game.symmetries[1:] if config.mirror else ()
+    net.train()
+    totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
+    for _ in range(steps):
+        idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
+        batch = window.take(idx)
+        planes, legal = batch.observation, batch.legal
+        policy, value = batch.policy, batch.value
+        if images:
+            planes = torch.cat((planes, *(s.observation(planes) for s in images)))
+            legal = torch.cat((legal, *(s.policy(legal) for s in images)))
+            policy = torch.cat((policy, *(s.policy(policy) for s in images)))
+            value = torch.cat((value,) * (1 + len(images)))
+        logits, predicted = net(planes.to(device), legal.to(device))
+        logp = torch.log_softmax(logits, 1)
+        policy_loss = -(policy.to(device) * logp).sum(1).mean()
+        value_loss = F.mse_loss(predicted, value.to(device))
+        loss = policy_loss + value_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        totals["policy"] += policy_loss.item()
+        totals["value"] += value_loss.item()
+        totals["entropy"] += float(-(logp.exp() * logp).sum(1).mean().detach())
+    net.eval()
+    return {k: v / max(steps, 1) for k, v in totals.items()}
+
+
+def train(
+    net: PolicyValueNet,
+    config: AlphaZeroConfig,
+    seed: int,
+    game: Game = ConnectFour(),
+    optimizer: torch.optim.Optimizer | None = None,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    opponents: Sequence[tuple[str, PolicyValueNet]] = (),
+    ranks: Ranks = ALONE,
+) -> torch.optim.Optimizer:
+    """Run `config.iterations` self-play-and-fit iterations in place; returns the optimizer.
+
+    `opponents` are league members (name, frozen net in eval mode on the learner's device)
+    that `config.league_share` of each iteration's games are played against.
+    `on_iteration(i, metrics)` receives ``losses/{policy,value,entropy}``,
+    ``vs/self/{win,draw,loss}`` (the first player's, over the self-play games),
+    ``vs/<member>/{win,draw,loss}`` (the learner's, for each member played), ``selfplay/*``
+    and ``charts/*``. Data-parallel, every rank calls this with the same network, opponents
+    and `config.ranks` of them; the metrics then average every rank's games (the ranks play
+    equal shares), and only rank 0's include the losses: it alone fits.
+    """
+    if ranks.world != config.ranks:
+        raise ValueError(f"the AlphaZero config asks for {config.ranks} ranks, and {ranks.world} train")
+    if optimizer is None:
+        optimizer = torch.optim.Adam(net.parameters())
+    for group in optimizer.param_groups:  # a resumed optimizer keeps its moments, not its settings
+        group["lr"], group["weight_decay"] = config.learning_rate, config.weight_decay
+    averaged: list[dict[str, torch.Tensor]] = []  # the weights after each of the last iterations
+    gen = torch.Generator().manual_seed(ranks.seed(seed))
+    share = replace(config, games=config.games // ranks.world, ranks=1) if ranks.world > 1 else config
+    window: list[Samples] = []
+    # one solver for the whole run: its table carries over between iterations
+    solver = solver_for(game, config) if config.solve_from or config.search.probe_from else None
+    for it in range(config.iterations):
+        start = time.perf_counter()
+        rate = learning_rate_at(config, it)
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+        samples, stats = self_play(net, share, gen, game, solver, opponents)
+        played = time.perf_counter() - start
+        if ranks.world > 1:  # every rank's decisions, in rank order; the statistics averaged
+            samples = Samples.cat(ranks.gather(samples))
+            stats = dict(zip(sorted(stats), ranks.mean([stats[k] for k in sorted(stats)]), strict=True))
+        window = (window + [samples])[-config.replay_iterations :]
+        steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
+        losses = {}
+        if ranks.rank == 0:
+            data = Samples.cat(window)
+            if config.merge_duplicates:
+                merged = merge_duplicates(data)
+                stats["charts/distinct_share"] = len(merged) / max(len(data), 1)
+                data = merged
+            losses = fit(net, optimizer, data, steps, config, gen, game)
+        ranks.share(net)
+        if config.average_iterations > 1 and it >= config.iterations - config.average_iterations:
+            averaged.append({k: v.detach().clone() for k, v in net.state_dict().items()})
+        metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
+        metrics["charts/learning_rate"] = rate
+        metrics["charts/decisions"] = float(len(samples))
+        metrics["charts/selfplay_seconds"] = played
+        metrics["charts/seconds"] = time.perf_counter() - start
+        if on_iteration is not None:
+            on_iteration(it, metrics)
+    if len(averaged) > 1:  # every rank holds the same weights each iteration, so the same mean
+        net.load_state_dict(average_weights(averaged))
+    return optimizer

@@ -1,0 +1,571 @@
+"""Batched PUCT Monte Carlo tree search on top of the policy-value net, with MCTS-Solver proofs.
+
+One tree per position of a batch; every simulation step walks each unfinished tree from its
+root to one leaf and evaluates all those leaves in a single network forward, so the net sees
+batches of hundreds of positions instead of one at a time.
+
+Selection (AlphaZero's PUCT) picks, at a node with edge statistics N (visits), W (summed values
+from the node mover's view) and priors P, the edge maximising::
+
+    Q + c_puct * P * sqrt(N_node) / (1 + N)        Q = W / N, or the node's own mean when N = 0
+
+where ``N_node = 1 + sum(N)`` counts the node's own evaluation too, so the very first choice
+at a fresh node already follows the priors. An unvisited edge starts at the node's mean value
+("first-play urgency" = parent value) rather than 0, so a clearly won or lost position does not
+spray visits over every column.
+
+MCTS-Solver (Winands, Bjornsson and Saito, "Monte-Carlo Tree Search Solver", CG 2008), extended
+with draws: every edge can carry an *exact* value (+1 win, 0 draw, -1 loss for the node's
+mover) and a length (plies until the game ends under the proof).
+
+- On expansion, edges that end the game are exact: a move that completes a run wins (length 1),
+  a move that fills the board without winning draws (length 1), and a move after which the
+  opponent can complete a run at once loses (length 2). These are the terminal proofs one and
+  two plies down, found with bitboard arithmetic on the whole batch of new leaves.
+- A node is proven won when some edge is a proven win (its length: the shortest such edge),
+  and proven when all its legal edges are proven (its value: the best of them; for a loss the
+  length is the longest, i.e. the defender delays as long as it can).
+- A proven node marks its parent's edge exact (negated, one ply longer), and the check repeats
+  up the path. Proven-lost edges are never selected again; a proven draw edge is selected like
+  any other, with its exact value as the leaf value.
+- A proven root ends that tree's search early.
+
+The lengths bound the game's length under the proof found, which need not be the fastest win
+(search proves the first win it finds): a proven win of length d means a forced win within d
+plies.
+
+Accounting (tested): the root is expanded by one network call before the simulations start,
+and is not a simulation. Each simulation then adds exactly one visit to one root edge, so the
+root's visit counts sum to the simulations run: ``config.simulations`` unless the root was
+proven first, in which case the search stopped after the simulation that proved it (0 when the
+root was proven at its own expansion, e.g. when a winning move is on the board).
+
+Root noise (Dirichlet, as in AlphaZero) is for self-play training only and is off by default,
+so evaluation is deterministic: same net, same position, same visit counts.
+
+Tree storage is numpy arrays indexed by node id (``tree * capacity + slot``), one row per node
+and one column per action for the edge statistics; capacity is ``simulations + 1`` since a
+simulation adds at most one node. The nodes' game states live in the game's `SearchTree`
+(`c4core.games.base`): Connect Four's own bitboard arrays, or `StateTree` for any game. Every
+value is backed up from the view of the player to move at each node, as the tree reports it, so
+a player who moves twice in a row (Dots and Boxes) is handled like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from c4core.config import SearchConfig
+from c4core.games import BatchState, Game, State, game_of
+from c4core.games.base import SearchTree
+from c4core.games.connect4.batch import Boards
+from c4core.games.connect4.solver import Solver
+from c4core.games.players import Player
+from c4core.learners.net import NetPlayer, PolicyValueNet
+
+
+class Evaluator(Protocol):
+    """What the search asks of a network: move probabilities and values for a batch of states
+    (`PolicyValueNet.evaluate`; a test may pass uniform priors)."""
+
+    def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
+        """Probabilities [n, num_actions] (0 on illegal actions) and values [n] in -1..1 for
+        the player to move."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchSearch:
+    """What a search returns for a batch; rows of finished games are all zeros (proven NaN)."""
+
+    visits: np.ndarray
+    """[n, cols] int: root visit counts; each row sums to `simulations[i]`."""
+    probs: np.ndarray
+    """[n, cols] float: the visit distribution with proven-lost moves removed; one-hot on the
+    chosen move when the root is proven (or when no simulation ran)."""
+    columns: np.ndarray
+    """[n] int: the chosen column (0-based)."""
+    values: np.ndarray
+    """[n] float: the root value for the side to move: the exact value when proven, else the
+    mean of the root's own net value and every simulation's backed-up value."""
+    proven: np.ndarray
+    """[n] float: +1 proven win, 0 proven draw, -1 proven loss, NaN not proven."""
+    lengths: np.ndarray
+    """[n] int: plies to the end of the game under the proof when proven, else 0."""
+    move_proven: np.ndarray
+    """[n, cols] float: the exact value of each root move for the side to move (+1, 0, -1), NaN
+    where unknown or illegal."""
+    simulations: np.ndarray
+    """[n] int: simulations run (fewer than asked when the root was proven early)."""
+    priors: np.ndarray
+    """[n, cols] float: the network's own move probabilities at the root (no noise)."""
+    net_values: np.ndarray
+    """[n] float: the network's own value of the root."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The search of one position, whole: what a test or a benchmark reads of a single search
+    (serving and the play page read `search`'s batch result)."""
+
+    column: int
+    """The chosen column (0-based)."""
+    visits: list[int]
+    """Root visit counts per column (sum = `simulations`)."""
+    probs: list[float]
+    """Visit distribution without proven-lost moves (one-hot when proven)."""
+    value: float
+    """Root value for the side to move, in -1..1."""
+    proven: int | None
+    """+1 proven win, 0 proven draw, -1 proven loss, None when not proven."""
+    length: int
+    """Plies to the end of the game under the proof (0 when not proven)."""
+    move_proven: list[int | None]
+    """Exact value of each column (+1, 0, -1) where search proved it, else None."""
+    simulations: int
+    """Simulations run."""
+    prior: list[float]
+    """The network's move probabilities."""
+    net_value: float
+    """The network's value."""
+
+
+def search(
+    net: Evaluator,
+    boards: BatchState,
+    config: SearchConfig = SearchConfig(),
+    generator: torch.Generator | None = None,
+    solver: Solver | None = None,
+) -> BatchSearch:
+    """Search every unfinished game of `boards` (one tree each, any game), `config.max_trees`
+    trees at a time.
+
+    With `config.probe_from`, leaves are probed with `solver`, `config.probe_nodes` nodes each;
+    pass one to keep its transposition table warm across calls, else a fresh one is made."""
+    game = game_of(boards)
+    if isinstance(net, PolicyValueNet) and net.config.fitted(game) != net.config:
+        c = net.config
+        raise ValueError(
+            f"the net is built for {c.rows}x{c.cols} observations and {c.num_actions} actions, "
+            f"not {game.title}'s {'x'.join(map(str, game.observation_shape[1:]))} and {game.num_actions}"
+        )
+    if config.probe_from:
+        if not isinstance(boards, Boards):
+            raise ValueError(f"probing leaves needs the exact solver, which {game.variant} does not have")
+        if solver is None:
+            solver = Solver(boards.geometry)
+        elif solver.geometry != boards.geometry:
+            raise ValueError("the solver's geometry does not match the boards'")
+    else:
+        solver = None
+    n, cols = len(boards), game.num_actions
+    out = {
+        "visits": np.zeros((n, cols), np.int64),
+        "probs": np.zeros((n, cols), np.float64),
+        "columns": np.zeros(n, np.int64),
+        "values": np.zeros(n, np.float64),
+        "proven": np.full(n, np.nan),
+        "lengths": np.zeros(n, np.int64),
+        "move_proven": np.full((n, cols), np.nan),
+        "simulations": np.zeros(n, np.int64),
+        "priors": np.zeros((n, cols), np.float64),
+        "net_values": np.zeros(n, np.float64),
+    }
+    live = np.flatnonzero(~boards.done.cpu().numpy())
+    if len(live):
+        # one numpy generator, seeded from the torch one, drives noise and move sampling alike
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        rng = np.random.default_rng(seed)
+        for lo in range(0, len(live), config.max_trees):
+            idx = live[lo : lo + config.max_trees]
+            capacity = config.simulations + 1
+            tree = _tree_of(game, len(idx) * capacity)
+            tree.place(np.arange(len(idx), dtype=np.int64) * capacity, boards, idx)
+            forest = _Forest(net, tree, game.num_actions, len(idx), config, rng, solver)
+            forest.run()
+            for key, value in forest.results().items():
+                out[key][idx] = value
+    return BatchSearch(**out)
+
+
+def search_position(
+    net: Evaluator,
+    position: State,
+    config: SearchConfig = SearchConfig(),
+    generator: torch.Generator | None = None,
+    solver: Solver | None = None,
+) -> SearchResult:
+    """Search one position: visit distribution, chosen column and root value (`solver` as in
+    `search`)."""
+    if position.is_terminal:
+        raise ValueError("the game is over: there is no move to search")
+    r = search(net, game_of(position).batch_of([position]), config, generator, solver)
+    proven = None if np.isnan(r.proven[0]) else int(r.proven[0])
+    return SearchResult(
+        column=int(r.columns[0]),
+        visits=[int(v) for v in r.visits[0]],
+        probs=[float(p) for p in r.probs[0]],
+        value=float(r.values[0]),
+        proven=proven,
+        length=int(r.lengths[0]),
+        move_proven=[None if np.isnan(v) else int(v) for v in r.move_proven[0]],
+        simulations=int(r.simulations[0]),
+        prior=[float(p) for p in r.priors[0]],
+        net_value=float(r.net_values[0]),
+    )
+
+
+class SearchPlayer(Player):
+    """A network with search on top, as a `Player`: ``<net name>+mcts<simulations>``, and
+    ``...+probe<stones>`` when its leaves are probed with the exact solver."""
+
+    def __init__(
+        self,
+        net: PolicyValueNet,
+        simulations: int | None = None,
+        config: SearchConfig = SearchConfig(),
+        net_name: str = "net",
+    ):
+        self.config = config if simulations is None else replace(config, simulations=simulations)
+        self.net = net.eval()
+        self.net_name = net_name
+        self.name = f"{net_name}+mcts{self.config.simulations}"
+        self.solver: Solver | None = None
+        if self.config.probe_from:
+            self.name += f"+probe{self.config.probe_from}"
+
+    @classmethod
+    def around(cls, player: Player, simulations: int, config: SearchConfig = SearchConfig()) -> SearchPlayer:
+        """Put search on top of a network player (`NetPlayer`); `ValueError` for anything else."""
+        if not isinstance(player, NetPlayer):
+            raise ValueError(f"search needs a network player (a checkpoint), not {player.name!r}")
+        return cls(player.net, simulations, config, net_name=player.name)
+
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
+        if self.config.probe_from and (self.solver is None or self.solver.geometry != boards.geometry):
+            # one solver for the player's life: its table stays warm from move to move
+            self.solver = Solver(boards.geometry)
+        result = search(self.net, boards, self.config, generator, self.solver)
+        return torch.from_numpy(result.columns).to(boards.device)
+
+
+# ---- tree storage ------------------------------------------------------------------------------
+def _tree_of(game: Game, total: int) -> SearchTree:
+    """The game's own tree storage for `total` nodes where it has one, else `StateTree`."""
+    own = getattr(game, "search_tree", None)
+    return own(total) if own is not None else StateTree(game, total)
+
+
+class StateTree:
+    """Tree storage for any game: one scalar `State` per node, through the interface alone.
+
+    It knows exactly only the edges that end the game (their returns, length 1); a game that
+    needs speed registers its own storage as `Game.search_tree` (Connect Four's keeps bitboard
+    arrays, `c4core.games.connect4.tree`)."""
+
+    def __init__(self, game: Game, total: int):
+        self.game = game
+        self.states: list[State | None] = [None] * total
+        self.movers = np.zeros(total, np.int64)
+        self.after: dict[int, dict[int, State]] = {}  # each expanded node's children, by action
+
+    def place(self, nodes: np.ndarray, batch: BatchState, games: np.ndarray) -> None:
+        for node, i in zip(nodes, games, strict=True):
+            self._put(int(node), batch.state(int(i)))
+
+    def _put(self, node: int, state: State) -> None:
+        self.states[node] = state
+        self.movers[node] = state.current_player()
+
+    def to_move(self, nodes: np.ndarray) -> np.ndarray:
+        return self.movers[nodes]
+
+    def add_children(self, parents: np.ndarray, actions: np.ndarray, children: np.ndarray) -> None:
+        for parent, action, child in zip(parents, actions, children, strict=True):
+            self._put(int(child), self.after[int(parent)][int(action)])
+
+    def expand(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        shape = (len(nodes), self.game.num_actions)
+        legal, exact = np.zeros(shape, bool), np.full(shape, np.nan)
+        for row, node in enumerate(nodes):
+            state = self.states[int(node)]
+            mover = state.current_player()
+            after = self.after[int(node)] = {a: state.apply(a) for a in state.legal_actions()}
+            for action, child in after.items():
+                legal[row, action] = True
+                if child.is_terminal:
+                    exact[row, action] = child.returns()[mover]
+        return legal, exact, np.ones(shape, np.int64)
+
+    def batch(self, nodes: np.ndarray, device: torch.device) -> BatchState:
+        return self.game.batch_of([self.states[int(n)] for n in nodes], device)
+
+    def probe(
+        self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        raise ValueError(f"{self.game.variant} has no exact solver to probe")
+
+
+def _device_of(net: Evaluator) -> torch.device:
+    """Where the evaluator's weights live (the CPU for one without weights)."""
+    params = getattr(net, "parameters", None)
+    first = next(iter(params()), None) if params is not None else None
+    return first.device if first is not None else torch.device("cpu")
+
+
+# ---- the forest ---------------------------------------------------------------------------------
+class _Forest:
+    """Many trees stored in flat numpy arrays, searched in lockstep."""
+
+    def __init__(
+        self,
+        net: Evaluator,
+        tree: SearchTree,
+        num_actions: int,
+        trees: int,
+        config: SearchConfig,
+        rng: np.random.Generator,
+        solver: Solver | None = None,
+    ):
+        self.net, self.tree, self.config, self.rng, self.solver = net, tree, config, rng, solver
+        self.device = _device_of(net)
+        b, c = trees, num_actions
+        self.trees = b
+        self.capacity = cap = config.simulations + 1
+        total = b * cap
+        self.node_value = np.zeros(total, np.float64)
+        self.node_exact = np.full(total, np.nan)
+        self.node_length = np.zeros(total, np.int64)
+        self.legal = np.zeros((total, c), bool)
+        # 32-bit edge arrays: a 1024-tree chunk at 256 simulations then needs about 60 MB
+        self.prior = np.zeros((total, c), np.float32)
+        self.visits = np.zeros((total, c), np.int32)
+        self.value_sum = np.zeros((total, c), np.float32)
+        self.child = np.full((total, c), -1, np.int32)
+        self.exact = np.full((total, c), np.nan, np.float32)  # exact value for the node's mover, NaN unknown
+        self.length = np.zeros((total, c), np.int32)
+        self.used = np.ones(b, np.int64)  # slot 0 of every tree is its root
+        self.roots = np.arange(b, dtype=np.int64) * cap
+        self.root_prior = np.zeros((b, c))
+
+    # ---- main loop ------------------------------------------------------------------------------
+    def run(self) -> None:
+        roots = self.roots
+        self._expand(roots)
+        self._evaluate(roots)  # roots always get a net evaluation: it is reported, proven or not
+        self.root_prior = self.prior[roots].copy()
+        if self.config.root_noise:
+            self._add_root_noise()
+        active = np.flatnonzero(np.isnan(self.node_exact[roots]))
+        for _ in range(self.config.simulations):
+            if not len(active):
+                break
+            self._simulate(active)
+            active = active[np.isnan(self.node_exact[roots[active]])]
+
+    def _simulate(self, trees: np.ndarray) -> None:
+        """One simulation in each of `trees`: select, expand, evaluate, back up, prove."""
+        k = len(trees)
+        node = self.roots[trees].copy()
+        path_nodes: list[np.ndarray] = []
+        path_edges: list[np.ndarray] = []
+        depth = np.zeros(k, np.int64)  # path length of each tree
+        leaf_value = np.zeros(k)  # value for the mover at the last path node
+        new_node = np.full(k, -1, np.int64)
+        going = np.arange(k)
+        while len(going):
+            at = node[going]
+            edge = self._select(at)
+            nodes_d = np.full(k, -1, np.int64)
+            edges_d = np.full(k, -1, np.int64)
+            nodes_d[going], edges_d[going] = at, edge
+            path_nodes.append(nodes_d)
+            path_edges.append(edges_d)
+            depth[going] += 1
+            exact = self.exact[at, edge]
+            known = ~np.isnan(exact)
+            # an exact edge (in practice a proven draw) is a leaf with its exact value
+            leaf_value[going[known]] = exact[known]
+            nxt = self.child[at, edge]
+            fresh = ~known & (nxt < 0)
+            if fresh.any():
+                made = self._add_children(trees[going[fresh]], at[fresh], edge[fresh])
+                new_node[going[fresh]] = made
+            deeper = ~known & (nxt >= 0)
+            node[going[deeper]] = nxt[deeper]
+            going = going[deeper]
+
+        nodes, edges = np.stack(path_nodes, 1), np.stack(path_edges, 1)
+        grown = np.flatnonzero(new_node >= 0)
+        if len(grown):
+            made = new_node[grown]
+            self._expand(made)
+            self._probe(made)
+            unproven = np.isnan(self.node_exact[made])
+            self._evaluate(made[unproven])
+            child_value = np.where(unproven, self.node_value[made], self.node_exact[made])
+            # the value is for the child's mover: the parent's when it moves again, else negated
+            last = nodes[grown, depth[grown] - 1]
+            same = self.tree.to_move(made) == self.tree.to_move(last)
+            leaf_value[grown] = np.where(same, child_value, -child_value)
+
+        self._backup(nodes, edges, depth, leaf_value)
+        proved = grown[~np.isnan(self.node_exact[new_node[grown]])]
+        if len(proved):
+            self._propagate(nodes[proved], edges[proved], depth[proved], new_node[proved])
+
+    # ---- steps ----------------------------------------------------------------------------------
+    def _select(self, at: np.ndarray) -> np.ndarray:
+        """The PUCT edge at each node of `at` (unproven nodes, so some edge is selectable)."""
+        n = self.visits[at]
+        w = self.value_sum[at]
+        exact = self.exact[at]
+        total = n.sum(1)
+        own_mean = (self.node_value[at] + w.sum(1)) / (1 + total)
+        q = np.where(n > 0, w / np.maximum(n, 1), own_mean[:, None])
+        q = np.where(np.isnan(exact), q, exact)
+        u = self.config.c_puct * self.prior[at] * np.sqrt(1 + total)[:, None] / (1 + n)
+        score = np.where(self.legal[at] & ~(exact == -1), q + u, -np.inf)
+        return score.argmax(1)
+
+    def _add_children(self, trees: np.ndarray, parents: np.ndarray, edges: np.ndarray) -> np.ndarray:
+        """Create the nodes reached by playing `edges` at `parents` (one per tree)."""
+        made = trees * self.capacity + self.used[trees]
+        self.used[trees] += 1
+        self.child[parents, edges] = made
+        self.tree.add_children(parents, edges, made)
+        return made
+
+    def _expand(self, nodes: np.ndarray) -> None:
+        """Legal moves and the edges the game's tree already knows exactly; settle what that
+        proves."""
+        if not len(nodes):
+            return
+        legal, exact, length = self.tree.expand(nodes)
+        self.legal[nodes] = legal
+        self.exact[nodes] = exact
+        self.length[nodes] = length
+        self._settle(nodes)
+
+    def _settle(self, nodes: np.ndarray) -> np.ndarray:
+        """Mark the nodes whose edges prove them; returns which of `nodes` are proven now."""
+        exact, legal, length = self.exact[nodes], self.legal[nodes], self.length[nodes].astype(np.int64)
+        wins = legal & (exact == 1)
+        known = ~legal | ~np.isnan(exact)
+        won = wins.any(1)
+        proven = won | known.all(1)
+        best = np.where(legal, np.nan_to_num(exact, nan=-2.0), -2.0).max(1)
+        value = np.where(won, 1.0, best)
+        at_best = legal & (exact == value[:, None])
+        shortest = np.where(at_best, length, np.iinfo(np.int64).max).min(1)
+        longest = np.where(at_best, length, 0).max(1)
+        done = nodes[proven]
+        self.node_exact[done] = value[proven]
+        self.node_length[done] = np.where(won, shortest, longest)[proven]
+        return proven
+
+    def _probe(self, nodes: np.ndarray) -> None:
+        """Settle unproven `nodes` deep enough for the solver, where it finishes within budget.
+
+        The solver's weak result (win, draw or loss) carries no length, so the proof's length is
+        the most the game can still last: a bound, as lengths are everywhere (module docstring).
+        Roots are never probed, so a proven root always has proven edges to choose from."""
+        if self.solver is None:
+            return
+        nodes = nodes[np.isnan(self.node_exact[nodes])]
+        if not len(nodes):
+            return
+        value, length = self.tree.probe(nodes, self.solver, self.config.probe_from, self.config.probe_nodes)
+        done = ~np.isnan(value)
+        self.node_exact[nodes[done]] = value[done]
+        self.node_length[nodes[done]] = length[done]
+
+    @torch.no_grad()
+    def _evaluate(self, nodes: np.ndarray) -> None:
+        """One network forward for all of `nodes`: priors and values."""
+        if not len(nodes):
+            return
+        probs, value = self.net.evaluate(self.tree.batch(nodes, self.device))
+        self.prior[nodes] = probs.cpu().numpy()
+        self.node_value[nodes] = value.double().cpu().numpy()
+
+    def _add_root_noise(self) -> None:
+        cfg = self.config
+        for root in self.roots:
+            legal = self.legal[root]
+            noise = self.rng.dirichlet(np.full(int(legal.sum()), cfg.dirichlet_alpha))
+            mixed = self.prior[root].copy()
+            mixed[legal] = (1 - cfg.noise_fraction) * mixed[legal] + cfg.noise_fraction * noise
+            self.prior[root] = mixed
+
+    def _backup(
+        self, nodes: np.ndarray, edges: np.ndarray, depth: np.ndarray, leaf_value: np.ndarray
+    ) -> None:
+        """Add each simulation's value to every edge on its path, from the view of the player
+        to move at that edge's node: the sign flips wherever the mover differs from the mover at
+        the path's last node (every ply in Connect Four, not after a Dots and Boxes capture)."""
+        rows = np.arange(len(depth))
+        last_mover = self.tree.to_move(nodes[rows, depth - 1])
+        for d in range(nodes.shape[1]):
+            on = depth > d
+            r = rows[on]
+            sign = np.where(self.tree.to_move(nodes[r, d]) == last_mover[on], 1.0, -1.0)
+            self.visits[nodes[r, d], edges[r, d]] += 1
+            self.value_sum[nodes[r, d], edges[r, d]] += sign * leaf_value[on]
+
+    def _propagate(self, nodes: np.ndarray, edges: np.ndarray, depth: np.ndarray, proven: np.ndarray) -> None:
+        """Carry newly proven leaves up their paths while the parents become proven too."""
+        rows = np.arange(len(depth))
+        d = depth - 1
+        child = proven
+        while len(rows):
+            parent, edge = nodes[rows, d], edges[rows, d]
+            same = self.tree.to_move(parent) == self.tree.to_move(child)
+            self.exact[parent, edge] = np.where(same, self.node_exact[child], -self.node_exact[child])
+            self.length[parent, edge] = 1 + self.node_length[child]
+            settled = self._settle(parent) & (d > 0)
+            rows, d, child = rows[settled], d[settled] - 1, parent[settled]
+
+    # ---- results --------------------------------------------------------------------------------
+    def results(self) -> dict[str, np.ndarray]:
+        roots = self.roots
+        visits = self.visits[roots]
+        exact, legal, length = self.exact[roots], self.legal[roots], self.length[roots].astype(np.int64)
+        proven = self.node_exact[roots]
+        prior = self.root_prior
+        is_proven = ~np.isnan(proven)
+        # proven root: the proof's best moves, the shortest win or the longest loss; ties by visits
+        at_best = legal & (exact == proven[:, None])
+        want_short = (proven == 1)[:, None]
+        key = np.where(want_short, -length, length) * 1e6 + visits + 0.5 * prior
+        proven_choice = np.where(at_best, key, -np.inf).argmax(1)
+        # unproven root: the most visited move that is not a proven loss, ties by prior
+        allowed = legal & ~(exact == -1)
+        counts = np.where(allowed, visits, 0).astype(np.float64)
+        choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
+        if self.config.temperature > 0:
+            for i in np.flatnonzero(~is_proven & (counts.sum(1) > 0)):
+                weights = counts[i] ** (1.0 / self.config.temperature)
+                choice[i] = self.rng.choice(len(weights), p=weights / weights.sum())
+        columns = np.where(is_proven, proven_choice, choice)
+        one_hot = np.eye(self.legal.shape[1])[columns]
+        sums = counts.sum(1, keepdims=True)
+        probs = np.where(is_proven[:, None] | (sums == 0), one_hot, counts / np.maximum(sums, 1))
+        total = visits.sum(1)
+        mean = (self.node_value[roots] + self.value_sum[roots].sum(1)) / (1 + total)
+        return {
+            "visits": visits,
+            "probs": probs,
+            "columns": columns,
+            "values": np.where(is_proven, proven, mean),
+            "proven": proven,
+            "lengths": np.where(is_proven, self.node_length[roots], 0),
+            "move_proven": np.where(legal, exact, np.nan),
+            "simulations": total,
+            "priors": prior,
+            "net_values": self.node_value[roots].copy(),
+        }

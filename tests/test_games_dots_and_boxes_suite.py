@@ -1,0 +1,66 @@
+"""The Dots and Boxes suite (`c4core.games.dots_and_boxes.suite`): made the same from a seed, spread over the
+drawn-line counts, only positions whose choice matters, and scored against exact play."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from c4core.games import load
+from c4core.games.dots_and_boxes.bots import GreedyBot
+from c4core.games.dots_and_boxes.solver import DotsPerfectBot
+from c4core.games.dots_and_boxes.suite import DRAWN, make_suite, score_suite
+from c4core.games.players import RandomBot
+
+THREE = load("dots-and-boxes-3x3")
+
+
+@pytest.fixture(scope="module")
+def suite() -> list:
+    return make_suite(THREE, positions=200, seed=1)
+
+
+def test_the_suite_is_made_the_same_from_a_seed_and_spread_over_the_depths(suite: list) -> None:
+    assert [it.state for it in make_suite(THREE, positions=200, seed=1)] == [it.state for it in suite]
+    depths = Counter(bin(it.state.lines).count("1") for it in suite)
+    lo, hi = DRAWN[(3, 3)]
+    assert set(depths) == set(range(lo, hi + 1)) and max(depths.values()) - min(depths.values()) <= 1
+    for item in suite:
+        legal = [item.values[a] for a in item.state.legal_actions()]
+        assert not item.state.is_terminal and min(legal) < max(legal) == item.best  # the choice matters
+
+
+def test_perfect_keeps_everything_and_the_bots_less(suite: list) -> None:
+    perfect = score_suite(DotsPerfectBot(THREE.boxes), THREE, suite)
+    assert (perfect.counted, perfect.keeps_value, perfect.keeps_outcome) == (200, 1.0, 1.0)
+    greedy, random = (score_suite(bot, THREE, suite) for bot in (GreedyBot(), RandomBot()))
+    assert random.keeps_value < greedy.keeps_value < 1.0
+    assert greedy.keeps_value <= greedy.keeps_outcome  # keeping the value keeps the outcome
+
+
+def test_only_boards_the_solver_takes_have_a_suite_and_small_ones_a_shorter_one() -> None:
+    assert 0 < len(make_suite(load("dots_and_boxes", rows=2, cols=2))) < 1200
+    with pytest.raises(ValueError, match="no suite for Dots and Boxes on 4x4 boxes: suites are made on"):
+        make_suite(load("dots-and-boxes-4x4"))
+
+
+def test_eval_suite_scores_a_dots_and_boxes_player(capsys: pytest.CaptureFixture[str]) -> None:
+    from c4core.cli import main
+
+    args = [
+        "eval-suite",
+        "--player",
+        "greedy",
+        "--game",
+        "dots-and-boxes-3x3",
+        "--positions",
+        "100",
+        "--json",
+    ]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["suite/counted"] == 100 and 0 < out["suite/keeps_value"] < 1
+    assert main(["eval-suite", "--player", "tactical", "--game", "dots-and-boxes-3x3"]) == 2
+    assert "tactical plays connect4 only" in capsys.readouterr().err
