@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from c4core.games import VARIANTS, Game, load
+from c4core.games import VARIANTS, Game, load, solvable
 
 HASHED = "hashed"
 """Field metadata key. ``"when-changed"``: the field enters `identity` (so the training hash) only
@@ -35,10 +35,6 @@ against and that the PPO learner trains against."""
 LEAGUE_GAMES = tuple(LEAGUE_BOTS)
 """The games a league can train on, each on any board of its own (`c4core.games`), its named
 variants included."""
-SOLVED_GAMES = ("connect4",)
-"""The games with an exact solver (`c4core.games.connect4.solver`): the AlphaZero-style learner rescores its
-targets with it (`AlphaZeroConfig.solve_from`) and its search probes it (`SearchConfig.probe_from`)
-only there."""
 BOT_NAMES = tuple(dict.fromkeys(bot for bots in LEAGUE_BOTS.values() for bot in bots))
 """Every scripted member's name, whatever the game: a member so named is a bot."""
 NET_LEARNERS = ("ppo", "alphazero")
@@ -83,12 +79,13 @@ class SearchConfig:
     max_trees: int = 1024
     """Trees searched together; a larger batch is searched in chunks of this size to bound memory."""
     probe_from: int = 0
-    """Probe the exact solver (`c4core.games.connect4.solver`) at every new leaf with at least this
-    many stones; 0 never. A leaf it settles within `probe_nodes` is proven, as an endgame tablebase
-    settles a chess engine's leaves, and MCTS-Solver carries the proof up. This is search plus an
-    exact oracle, not the network's own strength: report it apart from plain search. A probe that
-    runs out of budget on a cold table may finish on a warm one, so a probing search depends on what
-    its solver has seen before, as an engine's does on its hash table."""
+    """Probe the game's exact solver (`Game.exact_solver`) at every new leaf with at least this many
+    moves played (Connect Four's stones, Dots and Boxes' lines); 0 never. A leaf it settles within
+    `probe_nodes` is proven, as an endgame tablebase settles a chess engine's leaves, and
+    MCTS-Solver carries the proof up. This is search plus an exact oracle, not the network's own
+    strength: report it apart from plain search. A probe that runs out of budget on a cold table may
+    finish on a warm one, so a probing search depends on what its solver has seen before, as an
+    engine's does on its hash table."""
     probe_nodes: int = 20_000
     """Node budget of one probe: a leaf that needs more is left to the network."""
 
@@ -104,7 +101,7 @@ class SearchConfig:
         if self.max_trees < 1:
             raise ValueError(f"max_trees must be at least 1, got {self.max_trees}")
         if type(self.probe_from) is not int or self.probe_from < 0:
-            raise ValueError(f"probe_from must be 0 (never) or a number of stones, got {self.probe_from!r}")
+            raise ValueError(f"probe_from must be 0 (never) or a number of moves, got {self.probe_from!r}")
         if self.probe_nodes < 1:
             raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
 
@@ -273,7 +270,7 @@ class AlphaZeroConfig:
     search: SearchConfig = field(default_factory=lambda: SearchConfig(simulations=64, root_noise=True))
     """The self-play search: simulations per move, c_puct, root noise (on: AlphaZero's Dirichlet
     noise, concentration about 10 / legal moves), and solver probes at leaves of at least
-    `search.probe_from` stones (0 never), so that play from the middle game on follows exact
+    `search.probe_from` moves (0 never), so that play from the middle game on follows exact
     results where the solver reaches them and earlier positions learn from outcomes closer to
     perfect play's. Its move choice is greedy (the learner samples early moves itself) and all
     `games` are searched in one batch, whatever `max_trees` says."""
@@ -316,8 +313,8 @@ class AlphaZeroConfig:
     """Add every sample's images under the game's symmetries (`Game.symmetries`: Connect Four's
     left-right mirror) to each minibatch."""
     solve_from: int = 0
-    """Rescore self-play with the exact solver (`c4core.games.connect4.solver`) from this ply on; 0 never.
-    Decisions at or past it that the solver settles within `solve_nodes` take their exact
+    """Rescore self-play with the game's exact solver (`Game.exact_solver`) from this ply on; 0
+    never. Decisions at or past it that the solver settles within `solve_nodes` take their exact
     result (win, draw or loss) as value target, and each game's earlier decisions take, as
     their outcome z, the exact result of the game's first settled position instead of how the
     noisy self-play continuation happened to end (Leela Chess Zero rescores its training games
@@ -488,7 +485,7 @@ class LeagueConfig:
             raise ValueError(f"the league trains on {', '.join(LEAGUE_GAMES)} only, got game {self.game!r}")
         _ = self.board  # a bad board size fails here, naming it
         solver = self.alphazero.solve_from or self.alphazero.search.probe_from
-        if self.game not in SOLVED_GAMES and self.alphazero_from and solver:
+        if not solvable(self.board) and self.alphazero_from and solver:
             raise ValueError(
                 f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from "
                 "and probe_from must be 0"
@@ -766,8 +763,8 @@ def league_config(
     and games those of both learners, and so are `ranks`; `precision`,
     `NetConfig.precision`). `game` is a game or a named variant (`c4core.games.VARIANTS`:
     ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
-    for that game, and a game without an exact solver (`SOLVED_GAMES`) drops the profile's
-    solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
+    for that game, and a board without an exact solver (`c4core.games.solvable`) drops the
+    profile's solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
     trains every generation (no AlphaZero-style ones). A precision of None or ``"auto"`` keeps
     the profile's, but a bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
@@ -789,7 +786,7 @@ def league_config(
         given |= {"game": chosen.name, **chosen.params}
         fitted = NetConfig().fitted(chosen)
         given["net"] = {k: getattr(fitted, k) for k in ("rows", "cols", "planes", "actions")}
-        if chosen.name not in SOLVED_GAMES:  # the profile's solver settings need a solver
+        if not solvable(chosen):  # the profile's solver settings need a solver
             given["alphazero"] = {"solve_from": 0, "search": {"probe_from": 0}}
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
     if ranks is not None:

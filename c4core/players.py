@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from c4core.games import GAMES, ConnectFour, Game
+from c4core.games import GAMES, ConnectFour, Game, solvable
 from c4core.games.players import Player
 
 if TYPE_CHECKING:
@@ -47,11 +47,11 @@ def make_player(
         inner = make_player(head, game, device, registry)
         if not isinstance(inner, SearchPlayer) or inner.config.probe_from:
             raise ValueError(f"{PROBE_SUFFIX}<stones> goes after a search ({head}+mcts<N>), in {spec!r}")
-        if not isinstance(game, ConnectFour):
-            raise ValueError(f"{PROBE_SUFFIX} probes Connect Four's solver: {game.title} has none")
-        cells = game.geometry.cells
-        if not 1 <= int(stones) <= cells:
-            raise ValueError(f"{PROBE_SUFFIX} needs a stone count within 1..{cells}, in {spec!r}")
+        if not solvable(game):
+            raise ValueError(f"{PROBE_SUFFIX} probes the exact solver: {game.title} has none")
+        moves = game.max_game_length
+        if not 1 <= int(stones) <= moves:
+            raise ValueError(f"{PROBE_SUFFIX} needs a count of moves played within 1..{moves}, in {spec!r}")
         return SearchPlayer(inner.net, None, replace(inner.config, probe_from=int(stones)), inner.net_name)
     head, sep, sims = spec.rpartition(SEARCH_SUFFIX)
     if sep and head and sims.isascii() and sims.isdigit():

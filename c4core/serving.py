@@ -6,20 +6,20 @@ from a registered version; ``POST /invocations`` then takes records such as::
     {"dataframe_records": [{"moves": "4453"}, {"board": [[0, 0, 0, 0, 0, 0, 0], ...]}],
      "params": {"simulations": 0, "probe_from": 0}}
 
-``moves`` is a move string in the snapshot's game's notation (`Game.state_from_moves`: for
-Connect Four column digits from 1, ``"4453"``; for Dots and Boxes lines such as ``"h0,0 v1,2"``).
-A Connect Four snapshot also takes ``board``, the board's rows (six on the standard board) top to
-bottom with 0 empty, 1 first player, 2 second player. Each record gets ``{"action": the move's
-number (`c4core.games`), "move": the same in the game's notation, "probs": [a float per action,
-0 on illegal ones], "value": -1..1 for the player to move}``, and a Connect Four snapshot
-``"column"`` too, the action's number again, kept for clients from before other games. A
-snapshot of another board (a Connect-3 league on 4x4) answers with that board's columns, and its
-messages name its size. With ``simulations`` > 0 the answer
-comes from `c4core.learners.search` (PUCT over the same net; the package ships all of ``c4core``), and with
-``probe_from`` P > 0 too the search lets the exact solver settle its leaves of P or more stones
-(`SearchConfig.probe_from`), so the champion plays those endgames perfectly (Connect Four's
-solver: other games take 0). Versions registered before ``probe_from`` existed do not declare it,
-and MLflow drops the parameter for them.
+``moves`` is a move string in the snapshot's game's notation (`Game.state_from_moves`: for Connect
+Four column digits from 1, ``"4453"``; for Dots and Boxes lines such as ``"h0,0 v1,2"``). A Connect
+Four snapshot also takes ``board``, the board's rows (six on the standard board) top to bottom with
+0 empty, 1 first player, 2 second player. Each record gets ``{"action": the move's number
+(`c4core.games`), "move": the same in the game's notation, "probs": [a float per action, 0 on
+illegal ones], "value": -1..1 for the player to move}``, and a Connect Four snapshot ``"column"``
+too, the action's number again, kept for clients from before other games. A snapshot of another
+board (a Connect-3 league on 4x4) answers with that board's columns, and its messages name its size.
+With ``simulations`` > 0 the answer comes from `c4core.learners.search` (PUCT over the same net; the
+package ships all of ``c4core``), and with ``probe_from`` P > 0 too the search lets the game's exact
+solver settle its leaves of P or more moves played (`SearchConfig.probe_from`), so the champion
+plays those endgames perfectly (boards without a solver, Dots and Boxes beyond 3x3, take 0).
+Versions registered before ``probe_from`` existed do not declare it, and MLflow drops the parameter
+for them.
 
 Bad input raises `MlflowException` with ``INVALID_PARAMETER_VALUE``, which the scoring server
 turns into HTTP 400 carrying our message (any other exception would become a generic error with
@@ -46,8 +46,8 @@ from mlflow.models import ModelSignature
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.types.schema import AnyType, Array, ColSpec, DataType, ParamSchema, ParamSpec, Schema
 
-from c4core.games import ConnectFour, Game, State, game_of
-from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games import ConnectFour, ExactSolver, Game, State, exact_solver, game_of, solvable
+from c4core.games.connect4.rules import Geometry, Position
 from c4core.learners.net import Checkpoint, PolicyValueNet
 from c4core.learners.tabular import QTable
 
@@ -199,18 +199,18 @@ def simulations_of(params: Mapping[str, Any] | None) -> int:
 
 
 def probe_of(params: Mapping[str, Any] | None, simulations: int, game: Game = ConnectFour()) -> int:
-    """The ``probe_from`` parameter: 0 (no solver probes) or a stone count, only with search on
-    Connect Four (the game with a solver)."""
+    """The ``probe_from`` parameter: 0 (no solver probes) or a count of moves played (Connect
+    Four's stones, Dots and Boxes' lines), only with search on a board with an exact solver
+    (`c4core.games.solvable`)."""
     probe = (params or {}).get("probe_from", 0)
     if probe is None:
         return 0
     if isinstance(probe, bool) or not isinstance(probe, (int, np.integer)):
         raise BadInput(f"'probe_from' must be a whole number, got {probe!r}")
-    if probe and not isinstance(game, ConnectFour):
-        raise BadInput(f"'probe_from' probes Connect Four's solver: {game.title} has none, so it must be 0")
-    geometry = game.geometry if isinstance(game, ConnectFour) else STANDARD
-    if not 0 <= probe <= geometry.cells:
-        raise BadInput(f"'probe_from' must be between 0 and {geometry.cells} stones, got {probe}")
+    if probe and not solvable(game):
+        raise BadInput(f"'probe_from' probes the exact solver: {game.title} has none, so it must be 0")
+    if not 0 <= probe <= game.max_game_length:
+        raise BadInput(f"'probe_from' must be between 0 and {game.max_game_length} moves, got {probe}")
     if probe and not simulations:
         raise BadInput("'probe_from' probes search leaves: it needs 'simulations' above 0")
     return int(probe)
@@ -225,9 +225,9 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     """One answer per live position of one game: the chosen action (also in the game's notation, and
     for Connect Four as ``column``), move probabilities and value, from a network or a table
-    (`c4core.learners.tabular.QTable`). With `probe_from`, search probes `solver` (a
-    `c4core.games.connect4.solver.Solver`; a fresh one when None) at its leaves; a solver must not
-    be shared by two calls at once (its table is not locked)."""
+    (`c4core.learners.tabular.QTable`). With `probe_from`, search probes `solver` (the game's
+    `ExactSolver`; a fresh one when None) at its leaves; a solver must not be shared by two calls
+    at once (its table is not locked)."""
     import torch
 
     if not positions:
@@ -263,12 +263,13 @@ def evaluate(
 
 class ProbingSolver:
     """The exact solver behind probing searches (``probe_from`` > 0) of one served net: made at
-    the first such request (76 MB of table), then kept warm, and used by one search at a time,
-    since the scoring server and the play page answer requests from several threads. The
-    positions of one call share a geometry (the net's)."""
+    the first such request (Connect Four's: 76 MB of table), then kept warm, and used by one
+    search at a time, since the scoring server and the play page answer requests from several
+    threads. The positions of one call share a game (the net's)."""
 
     def __init__(self) -> None:
-        self._solver: Any = None
+        self._solver: ExactSolver | None = None
+        self._game: Game | None = None  # the game `_solver` solves
         self._lock = threading.Lock()
 
     def evaluate(
@@ -277,12 +278,12 @@ class ProbingSolver:
         """`evaluate` with this solver's table (plain `evaluate` when `probe_from` is 0)."""
         if not probe_from:
             return evaluate(net, positions, simulations)
-        geometry = positions[0].geometry if positions else STANDARD  # probes are Connect Four's
+        if not positions:
+            return []
+        game = game_of(positions[0])
         with self._lock:
-            if self._solver is None or self._solver.geometry != geometry:
-                from c4core.games.connect4.solver import Solver
-
-                self._solver = Solver(geometry)
+            if self._solver is None or self._game != game:
+                self._solver, self._game = exact_solver(game), game
             return evaluate(net, positions, simulations, probe_from, self._solver)
 
 

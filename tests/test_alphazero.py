@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
-from exact import dots_movers_and_results
+from exact import dots_movers_and_results, first_player_value
 from groups import in_group
 
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
@@ -21,6 +22,7 @@ from c4core.games.connect4.solver import Solver
 from c4core.games.players import Player
 from c4core.learners.alphazero import (
     Samples,
+    _rescore,
     average_weights,
     fit,
     learning_rate_at,
@@ -28,6 +30,7 @@ from c4core.learners.alphazero import (
     merge_duplicates,
     seat_games,
     self_play,
+    solver_for,
     train,
 )
 from c4core.learners.net import NetPlayer, PolicyValueNet
@@ -605,9 +608,37 @@ def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
     assert bool((samples.policy[~samples.legal] == 0).all())
 
 
-def test_the_solver_is_connect_fours_alone() -> None:
+def test_rescoring_takes_each_late_positions_exact_result_from_the_games_own_solver() -> None:
+    """Dots and Boxes' solver (a table of every set of drawn lines) rescores through the game
+    interface: each decision at or past `solve_from` gets its exact result for its mover, the
+    exhaustive minimax's, and earlier ones stay unsettled."""
+    rng = np.random.default_rng(SEED)
+    states = []
+    for _ in range(30):
+        state = DOTS.new_state()
+        for _ in range(int(rng.integers(0, DOTS.num_actions))):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        states.append(state)
+    ply = torch.tensor([s.ply for s in states])
+    late = [s for s in states if s.ply >= 5]
+    solved = _rescore(solver_for(DOTS, TINY), ply, 5, late)
+    for state, value in zip(states, solved.tolist(), strict=True):
+        if state.ply < 5:
+            assert np.isnan(value)
+        else:
+            mover = 1 if state.current_player() == 0 else -1
+            assert value == mover * first_player_value(state)
+    cfg = overridden(TINY, {"games": 4, "solve_from": 5, "opening_plies": 0, "opening_plies_max": 0})
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
+    samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
+    assert stats["selfplay/solved"] == 1.0 and bool(samples.proven[samples.ply >= 5].all())
+
+
+def test_a_board_without_a_solver_refuses_rescoring() -> None:
+    big = load("dots_and_boxes", rows=4, cols=4)
+    net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4).fitted(big))
     with pytest.raises(ValueError, match="has no exact solver"):
-        self_play(tiny_net(), replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), DOTS)
+        self_play(net, replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), big)
 
 
 # ---- the sample-efficiency levers ----------------------------------------------------------------

@@ -395,12 +395,13 @@ def test_a_dots_and_boxes_champion_answers_lines_in_its_notation(blank_db: Path,
             assert out["action"] == expected["action"] and out["move"] == game.format_action(out["action"])
             assert "column" not in out and len(out["probs"]) == game.num_actions == 12
         assert move(c, {"moves": "h0,0", "simulations": 8})[0] == 200
+        assert move(c, {"moves": "h0,0", "simulations": 8, "probe_from": 4})[0] == 200  # its solver
         for body, words in (
             ({"moves": "h0,0 h0,0"}, "already drawn"),
             ({"moves": "h5,0"}, "off the 2x2 board"),
             ({"moves": "x1"}, "expected a line such as"),
             ({"board": [[0]]}, "'board' is Connect Four's"),
-            ({"moves": "h0,0", "simulations": 8, "probe_from": 4}, "has none"),
+            ({"moves": "h0,0", "simulations": 8, "probe_from": 13}, "between 0 and 12 moves"),
         ):
             status, out = move(c, body)
             assert status == 400 and words in out["detail"], (body, out)

@@ -391,20 +391,26 @@ def test_a_league_asked_for_a_variant_plays_it_with_a_net_built_for_its_board() 
     assert LEAGUE_VARIANTS == ("connect4", "connect3-4x4", "dots-and-boxes-3x3", "dots-and-boxes-4x4")
 
 
-def test_a_dots_and_boxes_league_has_its_own_bots_net_and_no_solver() -> None:
+def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_has() -> None:
     """Another game's league: its bots, a net for its observations and lines, its board fields
-    alone (not `connect`), and none of the profile's solver settings, which need a solver."""
+    alone (not `connect`), and the profile's solver settings only where its board has an exact
+    solver (3x3 boxes, not 4x4)."""
     dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
     assert dots.bots == ("random", "greedy") and SMOKE.bots == ("random", "tactical")
     assert (dots.net.planes, dots.net.rows, dots.net.cols, dots.net.num_actions) == (5, 7, 7, 24)
     assert dots.board == load("dots_and_boxes", rows=3, cols=3) and dots.variant == "dots-and-boxes-3x3"
-    assert (dots.alphazero.solve_from, dots.alphazero.search.probe_from) == (0, 0)
-    assert PROFILES["cpu"].alphazero.solve_from > 0  # the profile's own, kept for Connect Four
+    cpu = PROFILES["cpu"].alphazero
+    assert cpu.solve_from > 0 and (dots.alphazero.solve_from, dots.alphazero.search.probe_from) == (
+        cpu.solve_from,
+        cpu.search.probe_from,
+    )
+    big = league_config("cpu", "d", game="dots-and-boxes-4x4")
+    assert (big.alphazero.solve_from, big.alphazero.search.probe_from) == (0, 0)
     assert (
         not dots.enumerable and league_config("smoke", "d", game="dots_and_boxes", rows=2, cols=2).enumerable
     )
     with pytest.raises(ValueError, match="has no exact solver"):
-        replace(dots, alphazero=replace(dots.alphazero, solve_from=10))
+        replace(big, alphazero=replace(big.alphazero, solve_from=10))
     with pytest.raises(ValueError, match="shape must match"):
         replace(dots, net=NetConfig())
     with pytest.raises(ValueError, match="other games keep them"):

@@ -5,7 +5,8 @@ side and agree move by move (legal actions, the player to move, the end, returns
 observations); returns are zero-sum and zero before the end; the legal set is never empty
 before the end and always empty after it; move notation round-trips and bad moves are refused
 with a clear `ValueError`; and every symmetry maps legal actions to legal actions, observations
-to the permuted observation, and results to equal results.
+to the permuted observation, and results to equal results. A game's exact solver, where its board
+has one, agrees with exhaustive minimax near the end.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from exact import first_player_value
 
-from c4core.games import GAMES, VARIANTS, BatchState, Game, State, load
+from c4core.games import GAMES, VARIANTS, BatchState, Game, State, exact_solver, load, solvable
 
 BOARDS: list[tuple[str, dict[str, int]]] = [
     ("connect4", {}),
@@ -98,6 +100,7 @@ def test_returns_are_zero_sum_and_legal_moves_last_exactly_until_the_end(game: G
     actions, states = random_playouts(game, PLAYOUTS, seed=2)
     seen = set()
     for playout in states:
+        assert [state.ply for state in playout] == list(range(len(playout)))  # one move, one ply
         for state in playout[:-1]:
             assert state.legal_actions() and state.returns() == (0.0, 0.0)
             assert state.current_player() in (0, 1)
@@ -213,3 +216,26 @@ def test_a_named_variant_is_the_game_on_its_board_and_names_itself(variant: str)
 def test_parameters_given_with_a_variant_replace_its_own() -> None:
     assert load("connect3-4x4", rows=5).variant == "connect3-5x4"
     assert load("connect4", rows=4, cols=4, connect=3).variant == "connect3-4x4"
+
+
+SMALL_SOLVED = [g for g in GAMES_ON_BOARDS if solvable(g) and g.max_game_length <= 24]
+"""The boards with an exact solver small enough for exhaustive minimax from late positions (the
+standard Connect Four solver is checked against published values in its own tests)."""
+
+
+@pytest.mark.parametrize("game", SMALL_SOLVED, ids=ids)
+def test_an_exact_solver_agrees_with_exhaustive_minimax_near_the_end(game: Game) -> None:
+    solver = exact_solver(game)
+    _, states = random_playouts(game, 40, seed=4)
+    late = [s for p in states for s in p if not s.is_terminal and game.max_game_length - s.ply <= 8]
+    assert len(late) >= 20
+    for state in late:  # at most 8 moves from any end, where minimax is quick
+        mover = 1 if state.current_player() == 0 else -1
+        assert solver.outcome(state) == mover * first_player_value(state), str(state)
+
+
+def test_a_board_beyond_its_games_solver_says_so() -> None:
+    big = load("dots_and_boxes", rows=4, cols=4)
+    assert not solvable(big) and solvable(load("dots_and_boxes", rows=3, cols=3))
+    with pytest.raises(ValueError, match="Dots and Boxes on 4x4 boxes has no exact solver"):
+        exact_solver(big)

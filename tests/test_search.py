@@ -431,6 +431,25 @@ def test_backup_flips_the_sign_where_the_mover_changes_not_every_ply() -> None:
     assert forest.visits[0, 3] == forest.visits[1, 4] == forest.visits[2, 5] == 1
 
 
-def test_search_refuses_probes_on_a_game_without_a_solver(dots_positions: list) -> None:
-    with pytest.raises(ValueError, match="no exact solver|does not have"):
-        search_position(Oracle(exact=False), dots_positions[1], SearchConfig(simulations=4, probe_from=2))
+def test_search_refuses_probes_on_a_board_without_a_solver() -> None:
+    big = load("dots_and_boxes", rows=4, cols=4)  # beyond the solver's table
+    with pytest.raises(ValueError, match="does not have"):
+        search_position(Oracle(exact=False), big.new_state(), SearchConfig(simulations=4, probe_from=2))
+
+
+def test_probes_settle_leaves_through_the_games_own_solver(dots_positions: list) -> None:
+    """Dots and Boxes' solver settles every leaf it is asked about (a table lookup), so with
+    probes from the first line on, a few simulations prove the root and each move they tried with
+    the exhaustive minimax's values, backed up by the player to move."""
+    for state in dots_positions:
+        if state.is_terminal:
+            continue
+        r = search_position(Oracle(exact=False), state, SearchConfig(simulations=40, probe_from=1))
+        mover = state.current_player()
+        assert r.proven == first_player_value(state) * (1 if mover == 0 else -1), str(state)
+        tried = [a for a, proven in enumerate(r.move_proven) if proven is not None]
+        assert tried
+        for action in tried:
+            after = state.apply(action)
+            child = first_player_value(after) * (1 if mover == 0 else -1)
+            assert r.move_proven[action] == child

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import requests
 import torch
@@ -32,7 +33,7 @@ from c4core.config import NetConfig, league_config, profile
 from c4core.games import load
 from c4core.games.connect4.rules import Geometry, Position
 from c4core.learners.net import Checkpoint, PolicyValueNet
-from c4core.serving import SnapshotModel, save_pyfunc
+from c4core.serving import BadInput, SnapshotModel, probe_of, save_pyfunc
 from c4core.tracking.runs import run_league_tracked
 from c4core.tracking.store import MLflowStore, Tracking
 
@@ -231,7 +232,7 @@ def test_a_dots_and_boxes_snapshot_answers_a_line_in_its_notation(dots_model: Sn
         ([{"moves": 7}], None, "'moves' must be a string of moves"),
         ([{"board": [[0]]}], None, "'board' is Connect Four's"),
         ([{"moves": " ".join(DOTS.format_action(a) for a in range(12))}], None, "the game is already over"),
-        ([{"moves": ""}], {"simulations": 8, "probe_from": 3}, "Dots and Boxes on 2x2 boxes has none"),
+        ([{"moves": ""}], {"simulations": 8, "probe_from": 13}, "must be between 0 and 12 moves"),
     ],
 )
 def test_a_dots_and_boxes_snapshot_refuses_bad_input_by_name(
@@ -241,6 +242,23 @@ def test_a_dots_and_boxes_snapshot_refuses_bad_input_by_name(
         dots_model.predict(None, records, params)
     assert err.value.error_code == "INVALID_PARAMETER_VALUE"
     assert hint in err.value.message
+
+
+def test_a_dots_and_boxes_snapshot_probes_its_games_solver(dots_model: SnapshotModel) -> None:
+    """With probes from the first line, the search of a 2x2 snapshot settles every root move
+    through Dots and Boxes' solver, so its answer keeps the position's exact value; a board the
+    solver does not reach refuses probes by name."""
+    from c4core.games.dots_and_boxes.solver import DotsSolver
+
+    solver = DotsSolver(DOTS.boxes)
+    moves = ["", "h0,0 v0,0", "h0,0 h1,0 v0,0 v0,1", "h0,0 h0,1 h1,0 h1,1 v0,0"]
+    answers = dots_model.predict(None, [{"moves": m} for m in moves], {"simulations": 64, "probe_from": 1})
+    for rec, out in zip(moves, answers, strict=True):
+        state = DOTS.state_from_moves(rec)
+        values = solver.action_values(np.array([state.lines]))[0]
+        assert values[out["action"]] == values.max() == solver.value(state)
+    with pytest.raises(BadInput, match="Dots and Boxes on 4x4 boxes has none"):
+        probe_of({"probe_from": 3}, 8, load("dots_and_boxes", rows=4, cols=4))
 
 
 # ---- over HTTP -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from c4core.games.base import BatchState, Game, State, Symmetry
+from c4core.games.base import BatchState, ExactSolver, Game, State, Symmetry
 from c4core.games.connect4 import ConnectFour
 from c4core.games.connect4.rules import Geometry
 from c4core.games.dots_and_boxes import DotsAndBoxes
@@ -22,11 +22,14 @@ __all__ = [
     "BatchState",
     "ConnectFour",
     "DotsAndBoxes",
+    "ExactSolver",
     "Game",
     "State",
     "Symmetry",
+    "exact_solver",
     "game_of",
     "load",
+    "solvable",
 ]
 
 GAMES: dict[str, Callable[..., Game]] = {
@@ -74,3 +77,16 @@ def game_of(states: Any) -> Game:
     if isinstance(boxes, Boxes):
         return DotsAndBoxes(boxes)
     raise ValueError(f"{type(states).__name__} is not a state of any registered game")
+
+
+def solvable(game: Game) -> bool:
+    """Whether `game` has an exact solver that reaches its board (`Game.exact_solver`)."""
+    return bool(getattr(game, "solvable", False))
+
+
+def exact_solver(game: Game, max_nodes: int | None = None) -> ExactSolver:
+    """`game`'s exact solver, searching at most `max_nodes` nodes a position (None: no limit);
+    `ValueError` naming the game when it has none for its board."""
+    if not solvable(game):
+        raise ValueError(f"{game.title} has no exact solver")
+    return game.exact_solver(max_nodes)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # torch is imported where it is used, so a rules-only command starts fast
     import numpy as np
@@ -77,6 +77,11 @@ class State(Protocol):
 
     def current_player(self) -> int:
         """The player to move, 0 or 1 (not meaningful once the game is over)."""
+        ...
+
+    @property
+    def ply(self) -> int:
+        """Moves played since the initial state (Connect Four's stones, Dots and Boxes' lines)."""
         ...
 
     def returns(self) -> tuple[float, float]:
@@ -170,11 +175,24 @@ class SearchTree(Protocol):
         ...
 
     def probe(
-        self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
+        self, nodes: np.ndarray, solver: ExactSolver, from_ply: int, max_nodes: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact values of `nodes` for their movers from the game's exact `solver`, NaN where it
-        does not settle them, and a bound on the plies to the end; `ValueError` for a game
-        without one."""
+        """Exact values of `nodes` of at least `from_ply` moves for their movers from the game's
+        exact `solver` (`max_nodes` each), NaN where it does not settle them or they are earlier,
+        and a bound on the plies to the end."""
+        ...
+
+
+class ExactSolver(Protocol):
+    """Optional: a game's exact solver (`Game.exact_solver`). The learners' search probes it at
+    its leaves (`SearchConfig.probe_from`), the AlphaZero-style learner rescores its targets with
+    it (`AlphaZeroConfig.solve_from`), and the game's `perfect` bot plays by it."""
+
+    def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
+        """The result of an unfinished `state` for the player to move when both sides play
+        perfectly from there: +1 win, 0 draw, -1 loss; None when it is not settled within
+        `max_nodes` nodes of search (None: the solver's own budget). A solver that looks its
+        values up settles every state."""
         ...
 
 
@@ -182,11 +200,15 @@ class SearchTree(Protocol):
 class Game(Protocol):
     """A game's description, and the factory of its states and of its scripted bots.
 
-    A game may also offer fast paths, which algorithms look up and do without when absent:
-    ``search_tree(total) -> SearchTree``, its own storage for the batched search's nodes, and
-    ``kernel_match(a, b, pairs, seed, opening_plies)``, a match between two of its scripted bots
-    played in compiled code (A's outcomes of `pairs` colour-swapped game pairs, A first in the
-    even games; None when it cannot play those two)."""
+    A game may also offer, and algorithms do without when it does not (`c4core.games.solvable`
+    and `exact_solver` look them up):
+
+    - ``solvable: bool`` and ``exact_solver(max_nodes=None) -> ExactSolver``: an exact solver,
+      and whether it reaches this board (`exact_solver` raises `ValueError` when not);
+    - ``search_tree(total) -> SearchTree``: its own storage for the batched search's nodes;
+    - ``kernel_match(a, b, pairs, seed, opening_plies)``: a match between two of its scripted
+      bots played in compiled code (A's outcomes of `pairs` colour-swapped game pairs, A first
+      in the even games; None when it cannot play those two)."""
 
     name: str
     """The game's registry name, e.g. "connect4" or "dots_and_boxes"."""

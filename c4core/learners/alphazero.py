@@ -22,12 +22,13 @@ after the random opening, then played greedily. Any game of the interface (`c4co
 trains alike: the player to move is asked of the game, never derived from the ply, so the
 outcome z of a decision is its own mover's even when a player moves twice in a row.
 
-With `solve_from`, the exact solver (`c4core.games.connect4.solver`) rescores the targets as Leela Chess Zero
-rescores its games with endgame tablebases: late decisions it settles cheaply get their exact
-result as value target, and each game's earlier decisions take the exact result of its first
-settled position as their outcome z. The openings, where the suite's hard positions are, stay
-the network's to learn: the solver would need seconds to minutes a position there. The solver
-is Connect Four's (`c4core.games.connect4.solver`); a game without one trains without rescoring.
+With `solve_from`, the game's exact solver (`Game.exact_solver`: Connect Four's alpha-beta, Dots
+and Boxes' retrograde table) rescores the targets as Leela Chess Zero rescores its games with
+endgame tablebases: late decisions it settles cheaply get their exact result as value target,
+and each game's earlier decisions take the exact result of its first settled position as their
+outcome z. In Connect Four the openings, where the suite's hard positions are, stay the
+network's to learn: the solver would need seconds to minutes a position there. A game without a
+solver trains without rescoring.
 
 With `league_share`, that share of each iteration's games pits the learner against league
 members instead of itself (colours alternated, members' games split evenly), in the same batch
@@ -64,8 +65,7 @@ from torch.nn import functional as F
 
 from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.evaluation.match import WDL
-from c4core.games import BatchState, ConnectFour, Game, State
-from c4core.games.connect4.solver import Solver
+from c4core.games import BatchState, ConnectFour, ExactSolver, Game, State, exact_solver, solvable
 from c4core.games.players import Player, play_opening
 from c4core.learners.net import NetPlayer, PolicyValueNet
 from c4core.learners.ranks import ALONE, Ranks
@@ -107,7 +107,7 @@ def self_play(
     config: AlphaZeroConfig,
     generator: torch.Generator,
     game: Game = ConnectFour(),
-    solver: Solver | None = None,
+    solver: ExactSolver | None = None,
     opponents: Sequence[tuple[str, PolicyValueNet]] = (),
 ) -> tuple[Samples, dict[str, float]]:
     """Play `config.games` searched games, `league_games` of them against `opponents` (member
@@ -183,12 +183,12 @@ def self_play(
     return samples, stats
 
 
-def solver_for(game: Game, config: AlphaZeroConfig) -> Solver:
-    """The exact solver that rescores (`solve_from`) and that the search probes (`probe_from`):
-    Connect Four's; `ValueError` for a game without one."""
-    if not isinstance(game, ConnectFour):
+def solver_for(game: Game, config: AlphaZeroConfig) -> ExactSolver:
+    """The game's exact solver that rescores (`solve_from`) and that the search probes
+    (`probe_from`), `solve_nodes` a position; `ValueError` for a game without one."""
+    if not solvable(game):
         raise ValueError(f"{game.title} has no exact solver: set solve_from and probe_from to 0")
-    return Solver(game.geometry, max_nodes=config.solve_nodes)
+    return exact_solver(game, config.solve_nodes)
 
 
 def league_games(config: AlphaZeroConfig, members: int) -> int:
@@ -235,7 +235,7 @@ def _learner_moves(
     plies: torch.Tensor,
     scfg: SearchConfig,
     generator: torch.Generator,
-    solver: Solver | None,
+    solver: ExactSolver | None,
     sampled_until: torch.Tensor,
 ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
     """The learner's searched moves in the games at `live`, sampled in proportion to the visits
@@ -280,7 +280,9 @@ def _league_rates(
     return rates
 
 
-def _rescore(solver: Solver, ply: torch.Tensor, solve_from: int, positions: Sequence[State]) -> torch.Tensor:
+def _rescore(
+    solver: ExactSolver, ply: torch.Tensor, solve_from: int, positions: Sequence[State]
+) -> torch.Tensor:
     """Exact result (+1, 0, -1 for the player to move) of each decision at or past
     `solve_from` (whose `positions` are given in order) that the solver settles within its
     budget; NaN elsewhere. The latest plies go first, so the table built on them speeds up the
@@ -290,7 +292,7 @@ def _rescore(solver: Solver, ply: torch.Tensor, solve_from: int, positions: Sequ
     position_of = dict(zip(late.tolist(), positions, strict=True))
     order = late[torch.argsort(ply[late], descending=True, stable=True)]
     for i in order.tolist():
-        value = solver.score(position_of[i], weak=True)
+        value = solver.outcome(position_of[i])
         if value is not None:
             solved[i] = float(value)
     return solved

@@ -54,16 +54,14 @@ a player who moves twice in a row (Dots and Boxes) is handled like any other.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from c4core.config import SearchConfig
-from c4core.games import BatchState, Game, State, game_of
+from c4core.games import BatchState, ExactSolver, Game, State, exact_solver, game_of
 from c4core.games.base import SearchTree
-from c4core.games.connect4.batch import Boards
-from c4core.games.connect4.solver import Solver
 from c4core.games.players import Player
 from c4core.learners.net import NetPlayer, PolicyValueNet
 
@@ -139,13 +137,14 @@ def search(
     boards: BatchState,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
-    solver: Solver | None = None,
+    solver: ExactSolver | None = None,
 ) -> BatchSearch:
     """Search every unfinished game of `boards` (one tree each, any game), `config.max_trees`
     trees at a time.
 
-    With `config.probe_from`, leaves are probed with `solver`, `config.probe_nodes` nodes each;
-    pass one to keep its transposition table warm across calls, else a fresh one is made."""
+    With `config.probe_from`, leaves of at least that many moves are probed with `solver`, the
+    game's exact solver (`Game.exact_solver`), `config.probe_nodes` nodes each; pass one to keep
+    its table warm across calls, else a fresh one is made."""
     game = game_of(boards)
     if isinstance(net, PolicyValueNet) and net.config.fitted(game) != net.config:
         c = net.config
@@ -154,12 +153,8 @@ def search(
             f"not {game.title}'s {'x'.join(map(str, game.observation_shape[1:]))} and {game.num_actions}"
         )
     if config.probe_from:
-        if not isinstance(boards, Boards):
-            raise ValueError(f"probing leaves needs the exact solver, which {game.variant} does not have")
         if solver is None:
-            solver = Solver(boards.geometry)
-        elif solver.geometry != boards.geometry:
-            raise ValueError("the solver's geometry does not match the boards'")
+            solver = _probe_solver(game)
     else:
         solver = None
     n, cols = len(boards), game.num_actions
@@ -197,7 +192,7 @@ def search_position(
     position: State,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
-    solver: Solver | None = None,
+    solver: ExactSolver | None = None,
 ) -> SearchResult:
     """Search one position: visit distribution, chosen column and root value (`solver` as in
     `search`)."""
@@ -234,7 +229,8 @@ class SearchPlayer(Player):
         self.net = net.eval()
         self.net_name = net_name
         self.name = f"{net_name}+mcts{self.config.simulations}"
-        self.solver: Solver | None = None
+        self.solver: ExactSolver | None = None
+        self._solved: Game | None = None  # the game `solver` solves
         if self.config.probe_from:
             self.name += f"+probe{self.config.probe_from}"
 
@@ -246,11 +242,21 @@ class SearchPlayer(Player):
         return cls(player.net, simulations, config, net_name=player.name)
 
     def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
-        if self.config.probe_from and (self.solver is None or self.solver.geometry != boards.geometry):
+        game = game_of(boards)
+        if self.config.probe_from and (self.solver is None or self._solved != game):
             # one solver for the player's life: its table stays warm from move to move
-            self.solver = Solver(boards.geometry)
+            self.solver, self._solved = _probe_solver(game), game
         result = search(self.net, boards, self.config, generator, self.solver)
         return torch.from_numpy(result.columns).to(boards.device)
+
+
+def _probe_solver(game: Game) -> ExactSolver:
+    """A fresh exact solver for probing `game`'s leaves; `ValueError` for a game without one."""
+    try:
+        return exact_solver(game)
+    except ValueError:
+        needs = "probing leaves needs the exact solver"
+        raise ValueError(f"{needs}, which {game.variant} does not have") from None
 
 
 # ---- tree storage ------------------------------------------------------------------------------
@@ -305,9 +311,16 @@ class StateTree:
         return self.game.batch_of([self.states[int(n)] for n in nodes], device)
 
     def probe(
-        self, nodes: np.ndarray, solver: Any, from_ply: int, max_nodes: int
+        self, nodes: np.ndarray, solver: ExactSolver, from_ply: int, max_nodes: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        raise ValueError(f"{self.game.variant} has no exact solver to probe")
+        values = np.full(len(nodes), np.nan)
+        plies = np.array([self.states[int(n)].ply for n in nodes], np.int64)
+        for i in np.flatnonzero(plies >= from_ply):
+            state = self.states[int(nodes[i])]
+            if not state.is_terminal:
+                value = solver.outcome(state, max_nodes)
+                values[i] = np.nan if value is None else value
+        return values, self.game.max_game_length - plies
 
 
 def _device_of(net: Evaluator) -> torch.device:
@@ -329,7 +342,7 @@ class _Forest:
         trees: int,
         config: SearchConfig,
         rng: np.random.Generator,
-        solver: Solver | None = None,
+        solver: ExactSolver | None = None,
     ):
         self.net, self.tree, self.config, self.rng, self.solver = net, tree, config, rng, solver
         self.device = _device_of(net)

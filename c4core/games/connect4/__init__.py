@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import torch
 
     from c4core.games.connect4.batch import Boards
+    from c4core.games.connect4.solver import Solver
     from c4core.games.connect4.tree import ConnectFourTree
     from c4core.games.players import Player
 
@@ -112,6 +113,15 @@ class ConnectFour:
         from c4core.games.connect4.tree import ConnectFourTree
 
         return ConnectFourTree(self.geometry, total)
+
+    solvable = True
+    """Every board has an exact solver (`solver`), within a node budget on large ones."""
+
+    def exact_solver(self, max_nodes: int | None = None) -> Solver:
+        """Pons's alpha-beta with a transposition table (`solver.Solver`), kept across calls."""
+        from c4core.games.connect4.solver import Solver
+
+        return Solver(self.geometry, max_nodes=max_nodes)
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `tactical` and `lookahead` (`bots`); `perfect`, the exact solver's (boards

@@ -266,6 +266,17 @@ class Solver:
         (value,) = self.scores(np.array([pos.current]), np.array([pos.mask]), np.array([pos.ply]), weak)
         return None if np.isnan(value) else int(value)
 
+    def outcome(self, pos: Position, max_nodes: int | None = None) -> int | None:
+        """`ExactSolver.outcome`: the result of `pos` for the side to move, +1, 0 or -1; None
+        when `max_nodes` (None: the solver's own budget) ran out."""
+        self._check(pos)
+        if pos.is_full:
+            return 0
+        (value,) = self.scores(
+            np.array([pos.current]), np.array([pos.mask]), np.array([pos.ply]), True, max_nodes
+        )
+        return None if np.isnan(value) else int(value)
+
     def move_scores(self, pos: Position, weak: bool = False) -> list[int | None] | None:
         """Exact score of each column for the side to move, None for a full column; the whole
         answer is None when the node budget ran out on some column."""

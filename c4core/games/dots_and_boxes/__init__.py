@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from c4core.figures import quoted
 from c4core.games.base import Symmetry
-from c4core.games.dots_and_boxes.rules import NUM_PLANES, Boxes, DotsState
+from c4core.games.dots_and_boxes.rules import MAX_LINES, NUM_PLANES, Boxes, DotsState
 
 if TYPE_CHECKING:
     import torch
 
     from c4core.games.dots_and_boxes.batch import DotsBoards
+    from c4core.games.dots_and_boxes.solver import DotsSolver
     from c4core.games.players import Player
 
 
@@ -123,6 +124,18 @@ class DotsAndBoxes:
 
     def moves_string(self, actions: Sequence[int]) -> str:
         return " ".join(self.format_action(int(a)) for a in actions)
+
+    @property
+    def solvable(self) -> bool:
+        """Whether the exact solver's table reaches this board: at most `MAX_LINES` lines (3x3)."""
+        return self.boxes.lines <= MAX_LINES
+
+    def exact_solver(self, max_nodes: int | None = None) -> DotsSolver:
+        """The retrograde table of every set of drawn lines (`solver.DotsSolver`, built once a
+        board and process); it looks values up, so `max_nodes` never binds."""
+        from c4core.games.dots_and_boxes.solver import DotsSolver
+
+        return DotsSolver(self.boxes)
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `greedy` (`bots`); `perfect`, the exact solver's (boards of at most 3x3 boxes:

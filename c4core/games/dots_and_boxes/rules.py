@@ -30,6 +30,9 @@ import numpy as np
 
 from c4core.figures import quoted
 
+MAX_LINES = 24
+"""The most lines the exact solver's table is built for (`solver`): 2^24 line sets, one byte
+each (3x3 boxes)."""
 NUM_PLANES = 5
 """Observation planes: drawn lines, the mover's boxes, the opponent's boxes, boxes with three
 sides drawn (a box the mover can take now), and a constant plane that marks the board's extent."""
@@ -180,6 +183,11 @@ class DotsState:
 
     def current_player(self) -> int:
         return self.player
+
+    @property
+    def ply(self) -> int:
+        """Lines drawn: every move draws one."""
+        return popcount(self.lines)
 
     def margin(self) -> int:
         """The first player's boxes minus the second's."""

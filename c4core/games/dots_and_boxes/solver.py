@@ -24,16 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from c4core.games.dots_and_boxes.rules import Boxes, DotsState
+from c4core.games.dots_and_boxes.rules import MAX_LINES, Boxes, DotsState
 from c4core.games.players import Player, sample_actions
 
 if TYPE_CHECKING:
     import torch
 
     from c4core.games.dots_and_boxes.batch import DotsBoards
-
-MAX_LINES = 24
-"""The most lines a table is built for: 2^24 line sets, one byte each (3x3 boxes)."""
 
 
 @njit(cache=True)
@@ -110,8 +107,9 @@ class DotsSolver:
         """The mover's box lead so far."""
         return state.margin() if state.current_player() == 0 else -state.margin()
 
-    def outcome(self, state: DotsState) -> int:
-        """The game's result for the player to move under perfect play: +1, 0 or -1."""
+    def outcome(self, state: DotsState, max_nodes: int | None = None) -> int:
+        """`ExactSolver.outcome`: the game's result for the player to move under perfect play,
+        +1, 0 or -1, looked up (so `max_nodes` is never reached)."""
         return int(np.sign(self.lead(state) + self.value(state)))
 
     def action_values(self, lines: np.ndarray) -> np.ndarray:
