@@ -44,7 +44,7 @@ def publish(root: Path) -> str:
     config = profile("cpu", name="bench-app")
     torch.manual_seed(0)
     store = MLflowStore(tracking, config)
-    store.save_snapshot(Checkpoint.of(PolicyValueNet(config.net), generation=1), [])
+    store.save_snapshot(Checkpoint.of(PolicyValueNet(config.net, config.board), generation=1), [])
     fit = EloFit({"gen1": 0.0}, {"gen1": (0.0, 0.0)}, None, {"gen1": 1})
     register_snapshot(store, 1, fit)
     promote_champion(store, "gen1", fit, 1)

@@ -35,7 +35,7 @@ def learner(iterations: int, threads: int, seed: int, out: multiprocessing.Queue
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     config = PROFILES["cpu"]
-    net = PolicyValueNet(config.net)
+    net = PolicyValueNet(config.net, config.board)
     times: list[float] = []
     ppo = replace(config.ppo, iterations=iterations, ranks=1)  # alone, whatever the profile's ranks
     train(net, ppo, [RandomBot(), TacticalBot(), None], seed, config.board, None,

@@ -47,8 +47,8 @@ def main() -> None:
     torch.manual_seed(0)
     players = {
         "table": TablePlayer(table),
-        "net 1x8 (smoke)": NetPlayer(PolicyValueNet(NetConfig(blocks=1, channels=8, rows=4, cols=4))),
-        "net 2x32 (cpu)": NetPlayer(PolicyValueNet(NetConfig(blocks=2, channels=32, rows=4, cols=4))),
+        "net 1x8 (smoke)": NetPlayer(PolicyValueNet(NetConfig(blocks=1, channels=8), game)),
+        "net 2x32 (cpu)": NetPlayer(PolicyValueNet(NetConfig(blocks=2, channels=32), game)),
     }
     for name, player in players.items():
         secs = timed(lambda p=player: nash_conv(game, policy_of(p, game)), args.repeats)

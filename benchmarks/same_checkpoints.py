@@ -38,7 +38,6 @@ def run(out: Path) -> None:
             rows=rows,
             cols=cols,
             connect=connect,
-            net={"rows": rows, "cols": cols},
             ppo={"mirror": True},
             alphazero_from=2,
             alphazero={

@@ -2,8 +2,10 @@
 
 A `LeagueConfig` holds the whole recipe of a league: the network (`NetConfig`), both learners
 (`PPOConfig`, `AlphaZeroConfig`, whose self-play search is a `SearchConfig`), matches and the
-board. Configs are logged whole as MLflow params, and `LeagueConfig.training_hash` keys every
-resumable record by the settings that change what a generation produces (`identity`). Reading
+board, which it stores once (the net is built for the league's game). Configs are logged whole
+as MLflow params, and `LeagueConfig.training_hash` keys every resumable record by one rule
+(`training_key`): every field, minus one explicit exclusion set (`unkeyed`), minus fields added
+since the key's schema that hold their default (`NEW`), plus the schema's version (`KEY_SCHEMA`). Reading
 a config, as the DAG's form check and the report do, imports nothing heavy. Member names
 (`snapshot_name`, `generation_of`, `BOT_NAMES`) live here too, beside the config they follow.
 """
@@ -18,11 +20,16 @@ from typing import Any
 
 from c4core.games import VARIANTS, Game, load, solvable
 
-HASHED = "hashed"
-"""Field metadata key. ``"when-changed"``: the field enters `identity` (so the training hash) only
-when it differs from its default, so adding such a field keeps every existing league's key.
-Never change the default of a field so marked: leagues that kept it would then resume records
-made under the old value."""
+KEY_SCHEMA = 2
+"""The version of the training key's rule (`training_key`), hashed with the fields: a new rule
+re-keys every league once. Schema 2 replaced the three mechanisms before it (fields hashed only
+when changed, each config's inert settings, and the identity dict) with this one rule."""
+
+NEW = {"key": "new"}
+"""Field metadata, ``field(default=..., metadata=NEW)``, for a field added after `KEY_SCHEMA` was
+set: it enters the training key only when it differs from its default, so adding it re-keys no
+league. Never change such a field's default: leagues that kept it would then resume records made
+under the old value. A new `KEY_SCHEMA` may drop the marks."""
 
 
 LEAGUE_BOTS: Mapping[str, tuple[str, ...]] = {
@@ -105,9 +112,6 @@ class SearchConfig:
         if self.probe_nodes < 1:
             raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
 
-    def inert(self) -> frozenset[str]:
-        return frozenset() if self.probe_from else frozenset({"probe_nodes"})
-
 
 PRECISIONS = ("float32", "bfloat16")
 """What a net's trunk can compute in (`NetConfig.precision`)."""
@@ -119,7 +123,9 @@ CPU without native bfloat16 computes a bfloat16 profile in float32."""
 
 @dataclass(frozen=True)
 class NetConfig:
-    """Network shape, and what its trunk computes in."""
+    """Network shape, and what its trunk computes in. Its input and output sizes are its game's
+    (`Game.observation_shape`, `Game.num_actions`): the net is built for a game
+    (`c4core.learners.net.PolicyValueNet`), so the board is stored once, in the league's config."""
 
     blocks: int = 2
     """Residual blocks (the reference uses 4)."""
@@ -127,19 +133,10 @@ class NetConfig:
     """Convolution channels (the reference uses 64)."""
     value_hidden: int = 64
     """Width of the value head's hidden layer."""
-    rows: int = 6
-    """Height of the observation the net reads (`Game.observation_shape`): Connect Four's rows."""
-    cols: int = 7
-    """Width of the observation the net reads: Connect Four's columns."""
-    planes: int = field(default=6, metadata={HASHED: "when-changed"})
-    """Planes of the observation the net reads (Connect Four's six)."""
-    actions: int = field(default=0, metadata={HASHED: "when-changed"})
-    """Policy outputs, the game's `num_actions`; 0 means one per observation column, as Connect
-    Four's (and every file written before other games)."""
     threat_planes: bool = True
     """See both sides' winning cells as input (False blanks Connect Four's planes 3 and 4, for
     ablations)."""
-    precision: str = field(default="float32", metadata={HASHED: "when-changed"})
+    precision: str = "float32"
     """What the convolutional trunk computes in: ``"float32"``, or ``"bfloat16"``, mixed
     precision through `torch.autocast`, in channels-last layout (the convolutions in bfloat16;
     the weights, the heads, the losses and the optimizer in float32). It travels with every
@@ -148,27 +145,20 @@ class NetConfig:
     faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`league_config`)."""
 
     def __post_init__(self) -> None:
-        if (
-            self.blocks < 0
-            or self.channels < 1
-            or self.value_hidden < 1
-            or self.planes < 1
-            or self.actions < 0
-        ):
+        if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
             raise ValueError(f"bad network size: {self}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown net precision {self.precision!r}: choose from {', '.join(PRECISIONS)}")
 
-    @property
-    def num_actions(self) -> int:
-        """Policy outputs (`actions`, or one per column when that is 0)."""
-        return self.actions or self.cols
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NetConfig:
+        """The config `asdict` wrote; one written before the board was stored once also holds
+        the observation's size and the action count (``rows``, ``cols``, ``planes``,
+        ``actions``), which its game gives now."""
+        return cls(**{k: v for k, v in d.items() if k not in _LEGACY_NET_KEYS})
 
-    def fitted(self, game: Game) -> NetConfig:
-        """This shape, built for `game`'s observations and actions."""
-        planes, height, width = game.observation_shape
-        actions = 0 if game.num_actions == width else game.num_actions
-        return replace(self, rows=height, cols=width, planes=planes, actions=actions)
+
+_LEGACY_NET_KEYS = frozenset({"rows", "cols", "planes", "actions"})
 
 
 @dataclass(frozen=True)
@@ -208,7 +198,7 @@ class PPOConfig:
     """Dual-clip PPO (Ye et al. 2020): bound the loss of a negative-advantage decision at this
     ratio. Mirrored decisions are off-policy, and one whose old probability was tiny would
     otherwise get an unbounded ratio and wreck the update."""
-    ranks: int = field(default=1, metadata={HASHED: "when-changed"})
+    ranks: int = 1
     """Data-parallel processes one PPO learner trains on, each with one torch thread
     (`torch.distributed`, gloo on loopback): each rank plays ``games / ranks`` of the games
     with a random stream of its own, and every gradient step averages over all ranks' decisions,
@@ -293,18 +283,18 @@ class AlphaZeroConfig:
     """Samples per gradient step (before `mirror` adds their images)."""
     learning_rate: float = 1e-3
     """Adam step size (of a generation's first iteration, with `learning_rate_final`)."""
-    learning_rate_final: float = field(default=0.0, metadata={HASHED: "when-changed"})
+    learning_rate_final: float = 0.0
     """Anneal the step size over each generation's iterations, from `learning_rate` at the first
     to this at the last, along a half cosine (Loshchilov and Hutter's SGDR, restarted every
     generation; c4a0 steps its rate down between generations instead); 0 keeps it constant."""
     weight_decay: float = 1e-4
     """L2 penalty (Adam's weight_decay), as AlphaZero regularises its net."""
-    merge_duplicates: bool = field(default=False, metadata={HASHED: "when-changed"})
+    merge_duplicates: bool = False
     """Merge the replay window's copies of one position (same observation) into one sample whose
     targets are their means, proven values taking precedence over estimates, before each fit
     (Clausen finds 30-80% duplicates in Connect Four self-play; AlphaZero.jl merges them by
     default). Off: every copy is a sample, so common openings weigh more."""
-    average_iterations: int = field(default=0, metadata={HASHED: "when-changed"})
+    average_iterations: int = 0
     """Make the generation's snapshot the mean of the weights after each of its last this many
     iterations (all of them when it has fewer: stochastic weight averaging, Izmailov et al. 2018;
     KataGo's candidates are such averages); 0 or 1 keeps the last iteration's weights. Training
@@ -321,13 +311,13 @@ class AlphaZeroConfig:
     with endgame tablebases the same way). Openings stay the network's own to learn."""
     solve_nodes: int = 200_000
     """Node budget of one exact solve: a position that needs more keeps its search targets."""
-    league_share: float = field(default=0.0, metadata={HASHED: "when-changed"})
+    league_share: float = 0.0
     """Fraction of each iteration's games the learner plays against league members drawn by
     PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
-    league_simulations: int = field(default=0, metadata={HASHED: "when-changed"})
+    league_simulations: int = 0
     """How a drawn member plays in those games: 0 samples its raw network's policy; above 0 it
     searches with this many simulations a move (no root noise), as the learner does."""
-    ranks: int = field(default=1, metadata={HASHED: "when-changed"})
+    ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
     stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
@@ -365,12 +355,6 @@ class AlphaZeroConfig:
                 f"got {self.ranks}"
             )
 
-    def inert(self) -> frozenset[str]:
-        names = set() if self.solve_from else {"solve_nodes"}
-        if not self.league_share:
-            names.add("league_simulations")
-        return frozenset(names)
-
 
 @dataclass(frozen=True)
 class LeagueConfig:
@@ -389,7 +373,7 @@ class LeagueConfig:
     alphazero_from: int = 0
     """First generation trained by the AlphaZero-style learner, continuing from the previous
     snapshot; earlier generations train by PPO. 0: PPO throughout."""
-    main_learner: str = field(default="ppo", metadata={HASHED: "when-changed"})
+    main_learner: str = "ppo"
     """The main agent's learner (`c4core.learners.plugins.LEARNERS`): ``"ppo"`` (and the AlphaZero-style
     learner from `alphazero_from` on), or a tabular one, ``"q-learning"`` or ``"sarsa"``, which
     self-plays a table of every position (games of at most `TABULAR_MOVES` moves). Exploiters
@@ -404,29 +388,29 @@ class LeagueConfig:
     """Random opening plies in league matches."""
     top_snapshots: int = 3
     """How many snapshots the PPO learner trains against, besides both bots and itself."""
-    opponent_sampling: str = field(default="top", metadata={HASHED: "when-changed"})
+    opponent_sampling: str = "top"
     """How the PPO learner picks those snapshots: ``"top"``, the best-rated ones (the tutorial's
     rule); ``"pfsp"``, drawn by prioritized fictitious self-play (`pfsp_weights`), so the
     snapshots the learner does worst against are drawn most."""
-    pfsp_prior: float = field(default=0.5, metadata={HASHED: "when-changed"})
+    pfsp_prior: float = 0.5
     """With PFSP: the score taken for a snapshot the learner has no record against."""
-    roles: tuple[str, ...] = field(default=("main",), metadata={HASHED: "when-changed"})
+    roles: tuple[str, ...] = ("main",)
     """The league's learners (AlphaStar's roles, Vinyals et al. 2019), each training one
     snapshot a generation, all at once in processes of their own: ``"main"``, the main agent
     (always first; only its snapshots can be champion), ``"main-exploiter"``, which trains
     only against the current champion, and ``"league-exploiter"``, which trains against the
     whole league drawn by PFSP. Exploiters learn by PPO and join from generation 2, once there
     is a champion."""
-    exploiter_base: str = field(default="first", metadata={HASHED: "when-changed"})
+    exploiter_base: str = "first"
     """Where a main exploiter starts, and restarts after a reset: ``"first"``, the main agent's
     first snapshot, or ``"fresh"``, a new network. A league exploiter starts there too. With a
     tabular main agent they start fresh: a network cannot start from a table. From the
     first snapshot, a `cpu` league's exploiter scored 0.50-0.61 against every later champion,
     from a fresh net 0.01-0.18 (docs/BENCHMARKS.md)."""
-    exploiter_reset_score: float = field(default=0.7, metadata={HASHED: "when-changed"})
+    exploiter_reset_score: float = 0.7
     """A main exploiter whose last snapshot scored at least this against the champion it
     trained on starts again from `exploiter_base` (AlphaStar resets at 70% wins)."""
-    exploiter_reset_generations: int = field(default=4, metadata={HASHED: "when-changed"})
+    exploiter_reset_generations: int = 4
     """A main exploiter also starts again after this many generations from its last start."""
     processes: int = 0
     """Learner processes a generation trains in at once (each with one torch thread); 0: one per
@@ -437,7 +421,7 @@ class LeagueConfig:
     gating_score: float = 0.55
     """Score the challenger needs in the gating match to take the registry-wide title
     (AlphaZero's gate); a draw counts half."""
-    game: str = field(default="connect4", metadata={HASHED: "when-changed"})
+    game: str = "connect4"
     """The game the league plays (one of `LEAGUE_GAMES`), on the board `rows`, `cols` and
     `connect` say; `variant` names the two together (``connect4``, ``connect3-4x4``), and each
     variant is a registered model of its own."""
@@ -504,8 +488,6 @@ class LeagueConfig:
                 )
             if self.alphazero_from:
                 raise ValueError(f"a {self.main_learner} main agent learns by itself: no alphazero_from")
-        if self.net != self.net.fitted(self.board):
-            raise ValueError(f"the network's shape must match the league's game, {self.board.title}")
 
     @property
     def enumerable(self) -> bool:
@@ -594,7 +576,8 @@ class LeagueConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LeagueConfig:
         """The config `to_dict` wrote; also reads configs written before the AlphaZero learner
-        held its search as a `SearchConfig` (its search fields flat in ``alphazero``)."""
+        held its search as a `SearchConfig` (its search fields flat in ``alphazero``), and before
+        the board was stored once (`NetConfig.from_dict`)."""
         d = dict(d)
         az = dict(d.get("alphazero", {}))
         search = dict(az.pop("search", {}))
@@ -603,32 +586,15 @@ class LeagueConfig:
         d["alphazero"] = AlphaZeroConfig(**az, search=replace(AlphaZeroConfig().search, **search))
         d["ppo"] = PPOConfig(**d.get("ppo", {}))
         d["tabular"] = TabularConfig(**d.get("tabular", {}))
-        d["net"] = NetConfig(**d.get("net", {}))
+        d["net"] = NetConfig.from_dict(d.get("net", {}))
         if "roles" in d:  # JSON and MLflow give a list back
             d["roles"] = tuple(d["roles"])
         return cls(**d)
 
-    def inert(self) -> frozenset[str]:
-        # what a generation produces stays: its name, length, device, and how its champion
-        # challenges other leagues' are not part of it
-        names = {"name", "generations", "profile", "device", "gating_games", "gating_score", "processes"}
-        if not self.alphazero_from:  # no generation uses the AlphaZero learner
-            names |= {"alphazero", "alphazero_from"}
-        if self.main_learner in TABULAR_LEARNERS and len(self.roles) == 1:  # no network trains
-            names |= {"ppo", "net"}
-        else:
-            names.add("tabular")
-        if self.opponent_sampling != "pfsp" and not self.alphazero.league_share and len(self.roles) == 1:
-            names.add("pfsp_prior")
-        if len(self.roles) == 1:  # no exploiter: how exploiters start and reset changes nothing
-            names |= {"exploiter_base", "exploiter_reset_score", "exploiter_reset_generations"}
-        return frozenset(names)
-
     def training_hash(self) -> str:
-        """Hash of everything that changes what a generation produces (not its name or length,
-        nor settings no generation uses), so a rerun of the same league reuses work and a
-        changed recipe never does."""
-        return hashlib.sha256(json.dumps(identity(self), sort_keys=True).encode()).hexdigest()[:12]
+        """Hash of the training key (`training_key`): a rerun of the same league reuses its work,
+        and a changed recipe never does."""
+        return hashlib.sha256(json.dumps(training_key(self), sort_keys=True).encode()).hexdigest()[:12]
 
 
 _LEGACY_SEARCH_KEYS = frozenset(
@@ -636,18 +602,51 @@ _LEGACY_SEARCH_KEYS = frozenset(
 )
 
 
-def identity(config: Any) -> dict[str, Any]:
-    """A config as a dict, less the settings its `inert()` names (those that cannot change what
-    it produces) and the fields marked ``HASHED: "when-changed"`` that hold their default,
-    nested configs likewise: what a hash of it must cover."""
-    skip = config.inert() if hasattr(config, "inert") else frozenset()
-    return {
-        f.name: identity(v) if is_dataclass(v) else v
-        for f in fields(config)
-        if f.name not in skip
-        for v in (getattr(config, f.name),)
-        if not (f.metadata.get(HASHED) == "when-changed" and v == f.default)
-    }
+def unkeyed(config: LeagueConfig) -> frozenset[str]:
+    """The training key's one exclusion set: the fields of `config`, as dotted paths, that cannot
+    change what a generation produces. Its name, length, profile and device, how its champion
+    challenges other leagues' and how many learner processes it runs; and the settings that no
+    generation of it uses: a learner it never trains, a solver budget with the solver off, the
+    PFSP prior where nothing is drawn by PFSP, how exploiters start where there are none."""
+    out = {"name", "generations", "profile", "device", "gating_games", "gating_score", "processes"}
+    alone = len(config.roles) == 1
+    az = config.alphazero
+    if not config.alphazero_from:  # no generation uses the AlphaZero-style learner
+        out |= {"alphazero", "alphazero_from"}
+    else:
+        if not az.solve_from:
+            out.add("alphazero.solve_nodes")
+        if not az.search.probe_from:
+            out.add("alphazero.search.probe_nodes")
+        if not az.league_share:
+            out.add("alphazero.league_simulations")
+    if config.main_learner in TABULAR_LEARNERS and alone:  # no network trains
+        out |= {"ppo", "net"}
+    else:
+        out.add("tabular")
+    if config.opponent_sampling != "pfsp" and not (config.alphazero_from and az.league_share) and alone:
+        out.add("pfsp_prior")
+    if alone:  # no exploiter: how exploiters start and reset changes nothing
+        out |= {"exploiter_base", "exploiter_reset_score", "exploiter_reset_generations"}
+    return frozenset(out)
+
+
+def training_key(config: LeagueConfig) -> dict[str, Any]:
+    """What a league's training hash covers, by one rule: every field of `config`, nested
+    configs field by field, minus the exclusion set (`unkeyed`), minus the fields marked `NEW`
+    that hold their default, plus the key's schema (`KEY_SCHEMA`)."""
+    skip = unkeyed(config)
+
+    def keyed(c: Any, prefix: str) -> dict[str, Any]:
+        out = {}
+        for f in fields(c):
+            path, value = prefix + f.name, getattr(c, f.name)
+            if path in skip or (f.metadata.get("key") == NEW["key"] and value == f.default):
+                continue
+            out[f.name] = keyed(value, path + ".") if is_dataclass(value) else value
+        return out
+
+    return {"schema": KEY_SCHEMA, **keyed(config, "")}
 
 
 _CPU = LeagueConfig(
@@ -784,8 +783,6 @@ def league_config(
     if game is not None or board:
         chosen = load(game or LEAGUE_GAMES[0], **board)
         given |= {"game": chosen.name, **chosen.params}
-        fitted = NetConfig().fitted(chosen)
-        given["net"] = {k: getattr(fitted, k) for k in ("rows", "cols", "planes", "actions")}
         if not solvable(chosen):  # the profile's solver settings need a solver
             given["alphazero"] = {"solve_from": 0, "search": {"probe_from": 0}}
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})

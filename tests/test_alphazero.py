@@ -55,9 +55,7 @@ TINY = AlphaZeroConfig(
 def tiny_net(geometry: Geometry = STANDARD, seed: int = SEED, precision: str = "float32") -> PolicyValueNet:
     torch.manual_seed(seed)
     return PolicyValueNet(
-        NetConfig(
-            blocks=1, channels=8, value_hidden=8, rows=geometry.rows, cols=geometry.cols, precision=precision
-        )
+        NetConfig(blocks=1, channels=8, value_hidden=8, precision=precision), ConnectFour(geometry)
     )
 
 
@@ -595,7 +593,7 @@ def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
         },
     )
     torch.manual_seed(SEED)
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
     samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
     assert len(samples) == games * DOTS.num_actions and stats["selfplay/plies"] == DOTS.num_actions
     assert samples.observation.shape[1:] == DOTS.observation_shape
@@ -629,14 +627,14 @@ def test_rescoring_takes_each_late_positions_exact_result_from_the_games_own_sol
             mover = 1 if state.current_player() == 0 else -1
             assert value == mover * first_player_value(state)
     cfg = overridden(TINY, {"games": 4, "solve_from": 5, "opening_plies": 0, "opening_plies_max": 0})
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
     samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
     assert stats["selfplay/solved"] == 1.0 and bool(samples.proven[samples.ply >= 5].all())
 
 
 def test_a_board_without_a_solver_refuses_rescoring() -> None:
     big = load("dots_and_boxes", rows=4, cols=4)
-    net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4).fitted(big))
+    net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)
     with pytest.raises(ValueError, match="has no exact solver"):
         self_play(net, replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), big)
 

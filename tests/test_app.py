@@ -100,7 +100,7 @@ def publish_game(tracking: Tracking, config: Any, kind: str) -> PolicyValueNet |
         ckpt = Checkpoint({"q": q}, None, game, generation=1, kind="table")
     else:
         torch.manual_seed(3)
-        ckpt = Checkpoint.of(PolicyValueNet(config.net).eval(), game, generation=1)
+        ckpt = Checkpoint.of(PolicyValueNet(config.net, game).eval(), generation=1)
     store = MLflowStore(tracking, config)
     store.save_snapshot(ckpt, [])
     fit = EloFit(ratings={"gen1": 50.0}, ci95={"gen1": (0.0, 100.0)}, anchor=None, games={"gen1": 20})

@@ -342,8 +342,8 @@ def test_match_on_a_variants_board(capsys, tmp_path: Path) -> None:
     assert rc == 0, err
     assert json.loads(out)["win"] > json.loads(out)["loss"]
     small = tmp_path / "small.pt"
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, rows=4, cols=4))
-    Checkpoint.of(net, ConnectFour(Geometry(4, 4, 3))).save(small)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8), ConnectFour(Geometry(4, 4, 3)))
+    Checkpoint.of(net).save(small)
     rc, out, err = run(capsys, "match", str(small), "random", "--games", "2")
     assert_one_line_error(rc, out, err, "match", "plays Connect-3 on 4x4, not Connect Four")
     board = ("--rows", "4", "--cols", "4", "--connect", "3")

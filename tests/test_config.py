@@ -6,29 +6,30 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import pytest
 
 import c4core.config as config
 from c4core.config import (
+    KEY_SCHEMA,
     LEAGUE_VARIANTS,
+    NEW,
     PROFILES,
     ROLES,
-    AlphaZeroConfig,
     LeagueConfig,
     NetConfig,
     PPOConfig,
-    SearchConfig,
     TabularConfig,
     generation_of,
-    identity,
     league_config,
     overridden,
     profile,
     role_of,
     snapshot_name,
+    training_key,
+    unkeyed,
     with_training,
 )
 from c4core.games import load
@@ -53,8 +54,6 @@ MIXED = profile(
         dict(generations=0),
         dict(match_games=3),
         dict(match_games=0),
-        dict(net=NetConfig(rows=5)),
-        dict(net=NetConfig(cols=6)),
         dict(connect=9),
         dict(roles=()),
         dict(roles=("main-exploiter",)),
@@ -74,7 +73,7 @@ def test_league_config_validation(bad: dict) -> None:
 def test_league_config_accepts_good_names() -> None:
     for name in ("a", "exp-1", "run_2.b", "X9"):
         assert LeagueConfig(name=name).name == name
-    small = LeagueConfig(rows=5, cols=6, net=NetConfig(rows=5, cols=6))
+    small = LeagueConfig(rows=5, cols=6)
     assert small.board.max_game_length == 30
 
 
@@ -199,11 +198,70 @@ def test_from_dict_reads_configs_written_before_the_search_was_nested() -> None:
     assert LeagueConfig.from_dict(old) == MIXED
 
 
-def test_inert_settings_stay_out_of_the_hash_and_live_ones_do_not() -> None:
-    probing = replace(SearchConfig(), probe_from=16)
-    assert "probe_nodes" in SearchConfig().inert() and "probe_nodes" not in probing.inert()
-    assert "solve_nodes" in AlphaZeroConfig().inert()
-    assert "alphazero" in SMOKE.inert() and "alphazero" not in MIXED.inert()
+def test_unused_settings_stay_out_of_the_key_and_used_ones_do_not() -> None:
+    probing = replace(MIXED, alphazero=overridden(MIXED.alphazero, {"search": {"probe_from": 16}}))
+    assert "alphazero.search.probe_nodes" in unkeyed(MIXED)
+    assert "alphazero.search.probe_nodes" not in unkeyed(probing)
+    assert "alphazero.solve_nodes" in unkeyed(MIXED)
+    assert "alphazero" in unkeyed(SMOKE) and "alphazero" not in unkeyed(MIXED)
+    assert {"name", "generations", "device"} <= unkeyed(SMOKE)
+
+
+def _paths(config: Any, prefix: str = "") -> set[str]:
+    out = set()
+    for f in fields(config):
+        out.add(prefix + f.name)
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            out |= _paths(value, prefix + f.name + ".")
+    return out
+
+
+def test_the_key_is_every_field_less_the_one_exclusion_set_plus_the_schema() -> None:
+    """One rule: a league's key holds every field of its config (nested ones field by field)
+    except those `unkeyed` names, each of which is a real field, and the schema's version."""
+    for cfg in (
+        SMOKE,
+        MIXED,
+        profile("cpu"),
+        profile("gpu"),
+        league_config("smoke", "t", game="connect3-4x4", learner="sarsa"),
+    ):
+        key, skip = training_key(cfg), unkeyed(cfg)
+        assert skip <= _paths(cfg)
+        assert key["schema"] == KEY_SCHEMA == 2
+
+        def leaves(d: dict, prefix: str = "") -> set[str]:
+            return {
+                p
+                for k, v in d.items()
+                for p in (leaves(v, prefix + k + ".") if isinstance(v, dict) else {prefix + k})
+            }
+
+        kept = leaves({k: v for k, v in key.items() if k != "schema"})
+        dropped = {p for p in _paths(cfg) if any(p == s or p.startswith(s + ".") for s in skip)}
+        nested = {p for p in _paths(cfg) if any(q.startswith(p + ".") for q in _paths(cfg))}
+        assert kept == _paths(cfg) - dropped - nested
+
+
+@dataclass(frozen=True)
+class _Later(LeagueConfig):
+    """A league config as a later schema might have it: one field more, marked `NEW`."""
+
+    added: int = field(default=3, metadata=NEW)
+    """A setting added after the key's schema was set."""
+
+
+def test_a_field_added_later_keys_a_league_only_once_it_leaves_its_default() -> None:
+    assert training_key(_Later(name="t", profile="smoke")) == training_key(
+        LeagueConfig(name="t", profile="smoke")
+    )
+    assert training_key(replace(_Later(), added=4))["added"] == 4
+    assert (
+        _Later().training_hash()
+        == LeagueConfig().training_hash()
+        != replace(_Later(), added=4).training_hash()
+    )
 
 
 @pytest.mark.parametrize("g", [1, 2, 10, 123])
@@ -225,31 +283,20 @@ def test_reading_a_config_imports_neither_torch_nor_numba() -> None:
     assert out.strip() == "[]"
 
 
-def test_ppo_leagues_keep_the_keys_they_had_before_the_config_module() -> None:
-    """Moving the configs re-keyed only AlphaZero leagues (their search became a nested
-    `SearchConfig`); PPO leagues recorded before it still resume. These are their hashes as
-    recorded before the move; the gpu profile has since gained exploiters and the cpu profile
-    two PPO ranks, a bfloat16 trunk and an AlphaZero-style last generation, each a new recipe,
-    so their main agent alone on one rank in float32, PPO throughout, keeps the old key."""
-    expected = {"smoke": "1b8ab1ed9c9a", "cpu": "e823c0fcb508", "gpu": "978230a16e4f"}
-    alone = {
-        name: replace(
-            PROFILES[name],
-            roles=("main",),
-            ppo=replace(PROFILES[name].ppo, ranks=1),
-            net=replace(PROFILES[name].net, precision="float32"),
-            alphazero_from=0,
-        ).training_hash()
-        for name in expected
+def test_the_profiles_keys_are_pinned() -> None:
+    """The keys of the profiles' leagues, as schema 2 of the key rule (`KEY_SCHEMA`) made them:
+    a change here re-keys every league of that profile, so it must be a deliberate one. The cpu
+    league is the first seven generations of the cpu-az league: one key."""
+    expected = {
+        "smoke": "0bf37107406e",
+        "cpu": "dfc6fad14311",
+        "cpu-az": "dfc6fad14311",
+        "gpu": "e3886e1fa32e",
     }
-    assert alone == expected
-    assert PROFILES["cpu"].ppo.ranks == 2 and PROFILES["cpu"].roles == ("main",)
-    assert PROFILES["cpu"].net.precision == "bfloat16"
-    # the cpu league is the first seven generations of the cpu-az league: one key
+    assert {name: PROFILES[name].training_hash() for name in expected} == expected
     cpu, cpu_az = PROFILES["cpu"], PROFILES["cpu-az"]
-    assert cpu.training_hash() == cpu_az.training_hash() and cpu.generations < cpu_az.generations
+    assert cpu.generations < cpu_az.generations
     assert [cpu.learner(g) for g in range(1, 8)] == ["ppo"] * 6 + ["alphazero"]
-    assert PROFILES["smoke"].training_hash() == expected["smoke"]
 
 
 def test_pfsp_enters_the_hash_only_when_chosen() -> None:
@@ -384,7 +431,8 @@ def test_a_league_asked_for_a_variant_plays_it_with_a_net_built_for_its_board() 
     by_board = league_config("smoke", "c3", game="connect4", rows=4, cols=4, connect=3)
     assert by_variant == by_board
     assert (by_variant.game, by_variant.rows, by_variant.cols, by_variant.connect) == ("connect4", 4, 4, 3)
-    assert (by_variant.net.rows, by_variant.net.cols) == (4, 4)
+    assert by_variant.net == PROFILES["smoke"].net  # the board is the league's alone, stored once
+    assert by_variant.board.observation_shape == (6, 4, 4) and by_variant.board.num_actions == 4
     assert by_variant.variant == "connect3-4x4" and by_variant.board.title == "Connect-3 on 4x4"
     assert by_variant.training_hash() != league_config("smoke", "c3").training_hash()
     assert league_config("smoke", "x", rows=5).variant == "connect4-5x7"  # the rest stays the game's
@@ -397,7 +445,10 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
     solver (3x3 boxes, not 4x4)."""
     dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
     assert dots.bots == ("random", "greedy") and SMOKE.bots == ("random", "tactical")
-    assert (dots.net.planes, dots.net.rows, dots.net.cols, dots.net.num_actions) == (5, 7, 7, 24)
+    assert dots.net == PROFILES["cpu"].net and (dots.board.observation_shape, dots.board.num_actions) == (
+        (5, 7, 7),
+        24,
+    )
     assert dots.board == load("dots_and_boxes", rows=3, cols=3) and dots.variant == "dots-and-boxes-3x3"
     cpu = PROFILES["cpu"].alphazero
     assert cpu.solve_from > 0 and (dots.alphazero.solve_from, dots.alphazero.search.probe_from) == (
@@ -411,17 +462,27 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
     )
     with pytest.raises(ValueError, match="has no exact solver"):
         replace(big, alphazero=replace(big.alphazero, solve_from=10))
-    with pytest.raises(ValueError, match="shape must match"):
-        replace(dots, net=NetConfig())
     with pytest.raises(ValueError, match="other games keep them"):
         replace(dots, net=replace(dots.net, threat_planes=False))
 
 
-def test_naming_the_standard_game_keeps_the_key_of_a_league_from_before_the_field() -> None:
-    """`game` enters the key only when it is not Connect Four, so leagues keep resuming."""
+def test_naming_the_standard_game_is_the_default_league_and_reads_configs_from_before_the_field() -> None:
+    """Naming Connect Four is the league of no game named, and a config written before leagues
+    had a game reads back as Connect Four's."""
     assert league_config("smoke", "x", game="connect4") == league_config("smoke", "x")
-    assert "game" not in identity(SMOKE) and SMOKE.variant == "connect4"
+    assert training_key(SMOKE)["game"] == "connect4" and SMOKE.variant == "connect4"
     assert LeagueConfig.from_dict({k: v for k, v in SMOKE.to_dict().items() if k != "game"}) == SMOKE
+
+
+def test_a_config_written_before_the_board_was_stored_once_reads_back() -> None:
+    """Configs (and checkpoints) from before held the net's own observation size and action
+    count; the league's game gives them now."""
+    old = SMOKE.to_dict()
+    old["net"] |= {"rows": 6, "cols": 7, "planes": 6, "actions": 0}
+    assert LeagueConfig.from_dict(old) == SMOKE
+    assert NetConfig.from_dict({"blocks": 1, "rows": 4, "cols": 4, "planes": 6, "actions": 0}) == NetConfig(
+        blocks=1
+    )
 
 
 @pytest.mark.parametrize(

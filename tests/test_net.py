@@ -93,7 +93,7 @@ def test_values_are_in_range_and_shapes_follow_the_config(net: PolicyValueNet, b
 
 def test_net_on_a_non_standard_board() -> None:
     torch.manual_seed(SEED)
-    odd_net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6))
+    odd_net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), ConnectFour(ODD))
     rng = np.random.default_rng(SEED)
     b = Boards.from_positions([live_position(rng, k, ODD) for k in (0, 10, 29)])
     probs, values = odd_net.evaluate(b)
@@ -160,8 +160,8 @@ def _same(a: object, b: object) -> bool:
 
 def test_checkpoint_round_trip_is_exact(tmp_path: Path) -> None:
     torch.manual_seed(SEED)
-    config = NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6)
-    net = PolicyValueNet(config)
+    config = NetConfig(blocks=1, channels=8, value_hidden=8)
+    net = PolicyValueNet(config, ConnectFour(ODD))
     opt = _adam_after_one_step(net, ODD)
     ckpt = Checkpoint.of(
         net, ConnectFour(ODD), generation=3, optimizer=opt, train_config={"lr": 0.001, "tag": "x"}
@@ -339,6 +339,26 @@ def test_checkpoint_keeps_the_precision_and_old_ones_load_as_float32(
     del raw["net_config"]["precision"]
     torch.save(raw, tmp_path / "old.pt")
     assert Checkpoint.load(tmp_path / "old.pt").net_config.precision == "float32"
+
+
+def test_a_checkpoint_from_before_the_board_was_stored_once_loads_and_plays_alike(
+    tmp_path: Path,
+) -> None:
+    """Checkpoints once stored the observation's size and the action count in their net config
+    too; such a file builds the same net from its game."""
+    game = ConnectFour(ODD)
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(TINY, game)
+    Checkpoint.of(net).save(tmp_path / "new.pt")
+    raw = torch.load(tmp_path / "new.pt", weights_only=True)
+    raw["net_config"] |= {"rows": ODD.rows, "cols": ODD.cols, "planes": 6, "actions": 0}
+    torch.save(raw, tmp_path / "old.pt")
+    old = Checkpoint.load(tmp_path / "old.pt")
+    assert old.net_config == TINY and old.game == game
+    b = Boards.from_positions([Position.from_moves("4453", ODD)])
+    assert torch.equal(old.build().evaluate(b)[0], net.evaluate(b)[0])
+    with pytest.raises(ValueError, match="built for Connect-4 on 5x6, not Connect Four"):
+        Checkpoint.of(net, ConnectFour())
 
 
 def test_a_table_checkpoint_round_trips_and_plays_its_table(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def test_garbage_checkpoint(tmp_path: Path) -> None:
 def test_checkpoint_for_another_board(tmp_path: Path) -> None:
     odd = Geometry(5, 6, 4)
     torch.manual_seed(SEED)
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, rows=5, cols=6))
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), ConnectFour(odd))
     path = tmp_path / "odd.pt"
     Checkpoint.of(net, ConnectFour(odd)).save(path)
     with pytest.raises(ValueError, match="plays"):

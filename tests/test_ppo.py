@@ -411,7 +411,7 @@ DOTS = load("dots_and_boxes", rows=2, cols=2)
 
 def dots_net() -> PolicyValueNet:
     torch.manual_seed(SEED)
-    return PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8).fitted(DOTS))
+    return PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
 
 
 def test_collect_seats_the_learner_by_who_is_to_move(gen: torch.Generator, counting_player) -> None:

@@ -237,9 +237,7 @@ def test_the_best_snapshot_is_production_and_champion(tracked: Tracked) -> None:
 def test_a_league_on_another_board_registers_into_its_own_model(blank_db: Path, tmp_path: Path) -> None:
     """Champions and gating never mix boards: a Connect-3 league on 4x4 registers into
     ``connect3-4x4``, whose champion it becomes, and leaves ``connect4`` alone."""
-    small = profile(
-        "smoke", name="small", generations=1, rows=4, cols=4, connect=3, net={"rows": 4, "cols": 4}
-    )
+    small = profile("smoke", name="small", generations=1, rows=4, cols=4, connect=3)
     tracking = fresh_tracking(blank_db, tmp_path)
     store = MLflowStore(tracking, small)
     assert store.tracking.model_name == "connect3-4x4"

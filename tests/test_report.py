@@ -233,7 +233,7 @@ def test_without_a_main_exploiter_there_is_no_exploitability(
 def test_read_local_reads_the_exploiters_metrics(tmp_path: Path) -> None:
     config = profile("smoke", name="roles", roles=("main", "main-exploiter", "league-exploiter"))
     store = LocalStore(tmp_path / "roles")
-    net = PolicyValueNet(config.net)
+    net = PolicyValueNet(config.net, config.board)
 
     def save(generation: int, role: str, metrics: list[dict[str, float]]) -> None:
         ckpt = Checkpoint.of(net, config.board, generation, train_config=config.to_dict(), role=role)

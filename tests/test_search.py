@@ -8,7 +8,6 @@ suite, whose labels are exact. On 4x4 connect-3 the proofs are checked against t
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from exact import first_player_value
 
 from c4core.config import NetConfig, SearchConfig
 from c4core.evaluation.match import play_match
-from c4core.games import load
+from c4core.games import ConnectFour, load
 from c4core.games.connect4.batch import Boards
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import Solver
@@ -34,7 +33,7 @@ SMALL = Geometry(4, 4, 3)
 
 def tiny_net(seed: int = SEED, geometry: Geometry = STANDARD) -> PolicyValueNet:
     torch.manual_seed(seed)
-    return PolicyValueNet(replace(TINY, rows=geometry.rows, cols=geometry.cols)).eval()
+    return PolicyValueNet(TINY, ConnectFour(geometry)).eval()
 
 
 @pytest.fixture

@@ -201,7 +201,7 @@ DOTS = load("dots_and_boxes", rows=2, cols=2)
 @pytest.fixture(scope="module")
 def dots_model(tmp_path_factory: pytest.TempPathFactory) -> SnapshotModel:
     torch.manual_seed(0)
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=16).fitted(DOTS))
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=16), DOTS)
     path = tmp_path_factory.mktemp("dots") / "weights.pt"
     Checkpoint.of(net, DOTS).save(path)
     m = SnapshotModel()

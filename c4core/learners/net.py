@@ -4,7 +4,8 @@ A residual CNN in the AlphaZero mould: a 3x3 stem, `blocks` residual blocks of t
 convolutions, then a policy head (one logit per action) and a value head (tanh, the expected
 result for the player to move). Illegal actions are masked before any softmax, so neither
 sampling nor argmax can pick one. The net reads a game's observations (`Game.observation`) and
-is built for one game's shape (`NetConfig.fitted`), so it plays any game of the interface.
+is built for one game's observations and actions (`PolicyValueNet.game`), so it plays any game
+of the interface.
 
 Connect Four's input planes (`c4core.games.connect4.rules.NUM_PLANES`) hold the mover's stones, the
 opponent's, the cells where a stone can land, each side's winning cells, and a constant plane that
@@ -46,17 +47,19 @@ class _Block(nn.Module):
 
 
 class PolicyValueNet(nn.Module):
-    """Residual policy-value CNN. No batch norm: PPO compares log-probs across updates, and
-    batch statistics would make the same state's policy depend on its batch."""
+    """Residual policy-value CNN for one game, built for its observations and actions. No batch
+    norm: PPO compares log-probs across updates, and batch statistics would make the same
+    state's policy depend on its batch."""
 
-    def __init__(self, config: NetConfig = NetConfig()):
+    def __init__(self, config: NetConfig = NetConfig(), game: Game = ConnectFour()):
         super().__init__()
-        self.config = config
-        c, cells = config.channels, config.rows * config.cols
-        self.stem = nn.Conv2d(config.planes, c, 3, padding=1)
+        self.config, self.game = config, game
+        planes, height, width = game.observation_shape
+        c, cells = config.channels, height * width
+        self.stem = nn.Conv2d(planes, c, 3, padding=1)
         self.blocks = nn.Sequential(*[_Block(c) for _ in range(config.blocks)])
         self.policy_conv = nn.Conv2d(c, 2, 1)
-        self.policy_fc = nn.Linear(2 * cells, config.num_actions)
+        self.policy_fc = nn.Linear(2 * cells, game.num_actions)
         self.value_conv = nn.Conv2d(c, 1, 1)
         self.value_fc1 = nn.Linear(cells, config.value_hidden)
         self.value_fc2 = nn.Linear(config.value_hidden, 1)
@@ -98,7 +101,7 @@ def grown(
     old = net.config
     if blocks < old.blocks or channels < old.channels:
         raise ValueError(f"can only grow: {old.blocks}x{old.channels} -> {blocks}x{channels}")
-    big = PolicyValueNet(replace(old, blocks=blocks, channels=channels))
+    big = PolicyValueNet(replace(old, blocks=blocks, channels=channels), net.game)
     c = old.channels
     src = net.state_dict()
     with torch.no_grad():
@@ -188,7 +191,7 @@ class Checkpoint:
         if self.kind == "table":
             return QTable(self.game, self.model["q"].numpy())
         assert self.net_config is not None
-        net = PolicyValueNet(self.net_config)
+        net = PolicyValueNet(self.net_config, self.game)
         net.load_state_dict(self.model)
         return net.to(device).eval()
 
@@ -241,7 +244,7 @@ class Checkpoint:
         try:
             return cls(
                 model=dict(raw["model"]),
-                net_config=NetConfig(**raw["net_config"]) if raw["net_config"] is not None else None,
+                net_config=NetConfig.from_dict(raw["net_config"]) if raw["net_config"] is not None else None,
                 game=_game(raw),
                 generation=int(raw["generation"]),
                 optimizer=raw["optimizer"],
@@ -256,16 +259,19 @@ class Checkpoint:
     def of(
         cls,
         net: PolicyValueNet,
-        game: Game = ConnectFour(),
+        game: Game | None = None,
         generation: int = 0,
         optimizer: torch.optim.Optimizer | None = None,
         train_config: dict[str, Any] | None = None,
         role: str = "main",
     ) -> Checkpoint:
+        """A network's snapshot; `game`, when given, must be the one the net is built for."""
+        if game is not None and game != net.game:
+            raise ValueError(f"the net is built for {net.game.title}, not {game.title}")
         return cls(
             model={k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
             net_config=net.config,
-            game=game,
+            game=net.game,
             generation=generation,
             optimizer=optimizer.state_dict() if optimizer is not None else None,
             train_config=train_config or {},

@@ -75,7 +75,7 @@ class NetLearner:
     def train(self, job: TrainingJob) -> Checkpoint:
         config = job.config
         torch.manual_seed(job.init_seed)
-        net = PolicyValueNet(config.net).to(config.device)
+        net = PolicyValueNet(config.net, config.board).to(config.device)
         optimizer = torch.optim.Adam(net.parameters(), lr=config.ppo.learning_rate)
         previous = job.start
         if previous is not None:

@@ -146,11 +146,11 @@ def search(
     game's exact solver (`Game.exact_solver`), `config.probe_nodes` nodes each; pass one to keep
     its table warm across calls, else a fresh one is made."""
     game = game_of(boards)
-    if isinstance(net, PolicyValueNet) and net.config.fitted(game) != net.config:
-        c = net.config
+    if isinstance(net, PolicyValueNet) and net.game != game:
+        ours, theirs = ("x".join(map(str, g.observation_shape[1:])) for g in (net.game, game))
         raise ValueError(
-            f"the net is built for {c.rows}x{c.cols} observations and {c.num_actions} actions, "
-            f"not {game.title}'s {'x'.join(map(str, game.observation_shape[1:]))} and {game.num_actions}"
+            f"the net is built for {ours} observations and {net.game.num_actions} actions "
+            f"({net.game.title}), not {game.title}'s {theirs} and {game.num_actions}"
         )
     if config.probe_from:
         if solver is None:
