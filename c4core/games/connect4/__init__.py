@@ -125,13 +125,16 @@ class ConnectFour:
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `tactical` and `lookahead` (`bots`); `perfect`, the exact solver's (boards
-        of at most 16 cells: `solver.PerfectBot`)."""
-        return {
-            "random": _random,
-            "tactical": _tactical,
-            "lookahead": _lookahead,
-            "perfect": lambda: _perfect(self.geometry),
-        }
+        of at most 16 cells: `solver.PerfectBot`, whose module loads numba, so only when made)."""
+        from c4core.games.connect4.bots import LookaheadBot, TacticalBot
+        from c4core.games.players import RandomBot
+
+        def perfect() -> Player:
+            from c4core.games.connect4.solver import PerfectBot
+
+            return PerfectBot(self.geometry)
+
+        return {"random": RandomBot, "tactical": TacticalBot, "lookahead": LookaheadBot, "perfect": perfect}
 
     def kernel_match(
         self, a: Player, b: Player, pairs: int, seed: int, opening_plies: int
@@ -146,28 +149,3 @@ class ConnectFour:
         g = self.geometry
         ids = kernels.KERNELS[a.kernel], kernels.KERNELS[b.kernel]
         return kernels.play_match(*ids, pairs, seed, opening_plies, g.rows, g.cols, g.connect)
-
-
-# the bots' factories import their modules when called, so naming the bots stays light
-def _random() -> Player:
-    from c4core.games.players import RandomBot
-
-    return RandomBot()
-
-
-def _tactical() -> Player:
-    from c4core.games.connect4.bots import TacticalBot
-
-    return TacticalBot()
-
-
-def _lookahead() -> Player:
-    from c4core.games.connect4.bots import LookaheadBot
-
-    return LookaheadBot()
-
-
-def _perfect(geometry: Geometry) -> Player:
-    from c4core.games.connect4.solver import PerfectBot
-
-    return PerfectBot(geometry)

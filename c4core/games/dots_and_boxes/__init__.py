@@ -139,24 +139,13 @@ class DotsAndBoxes:
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `greedy` (`bots`); `perfect`, the exact solver's (boards of at most 3x3 boxes:
-        `solver.DotsPerfectBot`)."""
-        return {"random": _random, "greedy": _greedy, "perfect": lambda: _perfect(self.boxes)}
+        `solver.DotsPerfectBot`, whose module loads numba, so only when made)."""
+        from c4core.games.dots_and_boxes.bots import GreedyBot
+        from c4core.games.players import RandomBot
 
+        def perfect() -> Player:
+            from c4core.games.dots_and_boxes.solver import DotsPerfectBot
 
-# the bots' factories import their modules when called, so naming the bots stays light
-def _random() -> Player:
-    from c4core.games.players import RandomBot
+            return DotsPerfectBot(self.boxes)
 
-    return RandomBot()
-
-
-def _greedy() -> Player:
-    from c4core.games.dots_and_boxes.bots import GreedyBot
-
-    return GreedyBot()
-
-
-def _perfect(boxes: Boxes) -> Player:
-    from c4core.games.dots_and_boxes.solver import DotsPerfectBot
-
-    return DotsPerfectBot(boxes)
+        return {"random": RandomBot, "greedy": GreedyBot, "perfect": perfect}
