@@ -438,16 +438,17 @@ def cmd_league(args: argparse.Namespace) -> int:
         raise UsageError("--suite scores snapshots into MLflow: it needs --store mlflow")
     suite = None
     if args.store == "mlflow" and not args.no_suite:
-        from c4core.games import ConnectFour
-        from c4core.games.connect4.suite import default_suite_path, load_suite
+        from c4core.games.connect4.suite import default_suite_path
 
         board = config.board
-        if args.suite is not None and not isinstance(board, ConnectFour):
-            raise UsageError(f"--suite holds Connect Four positions: {board.title} has no suite yet")
         suite = args.suite or default_suite_path(board)
+        suite_of = getattr(board, "suite", None)
+        if suite is not None and suite_of is None:
+            raise UsageError(f"--suite: {board.title} has no suite")
         if suite is not None:
-            # a bad suite, or one of another board, fails now, naming file:line, not after a generation
-            load_suite(suite, board.geometry)
+            # a bad suite, one of another board, or one for a game that reads none fails now,
+            # naming file:line, not after a generation
+            suite_of(suite, config.seed)
     if args.store == "mlflow":
         from c4core.tracking.runs import run_league_tracked
         from c4core.tracking.store import MLflowStore, Tracking

@@ -22,8 +22,10 @@ MLflow, `c4core.tracking.reports.read_league` does, and `c4core.tracking.reports
   game as second", so the champion's results against each opponent are split by who moved first.
 - **Training curves.** Per iteration, across generations: win rate against each opponent
   (``vs/<opponent>/win``), ``losses/policy``, ``losses/value`` and ``losses/entropy``.
-- **Sample game.** One seeded game of the champion (greedy) against ``tactical``, with numbered
-  stones and the winning run marked.
+- **Sample game.** One seeded game of the champion (greedy) against its game's baseline bot
+  (``tactical``, or Dots and Boxes' ``greedy``), played through the game interface and drawn
+  for its game: Connect Four's stones numbered by move with the winning run marked, Dots and
+  Boxes' lines numbered by move with each box in its owner's colour.
 - **Suite.** If snapshots carry ``suite/keeps_result`` or ``suite/best_move`` (or Dots and
   Boxes' ``suite/keeps_value`` and ``suite/keeps_outcome``), a curve over
   generations.
@@ -53,6 +55,7 @@ import numpy as np
 
 from c4core.config import (
     BOT_NAMES,
+    LEAGUE_BOTS,
     MAIN,
     ROLES,
     TABULAR_LEARNERS,
@@ -64,8 +67,8 @@ from c4core.config import (
 from c4core.evaluation.elo import EloFit
 from c4core.evaluation.match import WDL, MatchResult, head_to_head
 from c4core.figures import elo, percent
-from c4core.games import ConnectFour
-from c4core.games.connect4.rules import STANDARD, Geometry, Position, has_won
+from c4core.games import ConnectFour, Game
+from c4core.games.connect4.rules import Geometry, Position, has_won
 from c4core.league.members import BEAT_SCORE, champion, exploitability, fit_ratings, iterations_to_beat
 from c4core.league.store import LeagueStore, LocalStore
 
@@ -176,21 +179,38 @@ def is_plotted(key: str) -> bool:
 # ---- the numbers -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SampleGame:
-    """One game of the champion against an opponent."""
+    """One game, move by move, through the game interface."""
 
     first: str
     """Who moved first."""
     second: str
     """Who moved second."""
-    moves: str
-    """The game in solver notation (columns 1..cols)."""
+    actions: tuple[int, ...]
+    """Every move in order, as the game's actions."""
+    movers: tuple[int, ...]
+    """Who made each move: 0 the first player, 1 the second (in Dots and Boxes a player who
+    takes a box moves again)."""
     winner: str | None
     """The winner's name, or None for a draw."""
-    run: tuple[tuple[int, int], ...]
-    """Cells ``(row from the top, column)`` of the winning run(s); empty for a draw."""
     seed: int
     """Seed of the opponent's random choices."""
-    geometry: Geometry = STANDARD
+    game: Game = ConnectFour()
+    """The game played."""
+
+    @property
+    def moves(self) -> str:
+        """The game in its move notation (Connect Four: columns 1..cols)."""
+        return self.game.moves_string(self.actions)
+
+    @property
+    def run(self) -> tuple[tuple[int, int], ...]:
+        """Connect Four's winning run(s), as cells ``(row from the top, column)``; empty for a
+        draw and for other games."""
+        if self.winner is None or not isinstance(self.game, ConnectFour):
+            return ()
+        g = self.game.geometry
+        pos = Position.from_moves(self.moves, g)
+        return tuple(sorted({bit_cell(b, g) for r in winning_runs(pos.opponent, g) for b in r}))
 
 
 @dataclass(frozen=True)
@@ -403,28 +423,27 @@ def play_sample_game(
     name: str,
     seed: int = 0,
     champion_first: bool = True,
-    opponent: str = SAMPLE_OPPONENT,
+    opponent: str | None = None,
 ) -> SampleGame:
-    """One seeded game of a snapshot (greedy) against a scripted bot, from the empty board."""
+    """One seeded game of a snapshot (greedy) against a scripted bot of its game, its league's
+    baseline unless `opponent` names another (`LEAGUE_BOTS`), from the initial state."""
     import torch
 
-    g = checkpoint.geometry
-    champ = checkpoint.player(name)
-    bot = checkpoint.game.bots()[opponent]()
+    game = checkpoint.game
+    bot_name = opponent or LEAGUE_BOTS[game.name][-1]
+    champ, bot = checkpoint.player(name), game.bots()[bot_name]()
     players = (champ, bot) if champion_first else (bot, champ)
     gen = torch.Generator().manual_seed(seed)
-    pos = Position(geometry=g)
-    moves = []
-    while not pos.is_terminal:
-        col = players[pos.ply % 2].act_position(pos, gen)
-        pos = pos.play(col)
-        moves.append(str(col + 1))
-    winner, run = None, ()
-    if pos.won:
-        winner = players[(pos.ply - 1) % 2].name
-        cells = {bit_cell(b, g) for r in winning_runs(pos.opponent, g) for b in r}  # the mover's stones
-        run = tuple(sorted(cells))
-    return SampleGame(players[0].name, players[1].name, "".join(moves), winner, run, seed, g)
+    state, actions, movers = game.new_state(), [], []
+    while not state.is_terminal:
+        mover = state.current_player()
+        action = players[mover].act_position(state, gen)
+        actions.append(action)
+        movers.append(mover)
+        state = state.apply(action)
+    first_result = state.returns()[0]
+    winner = None if first_result == 0 else players[0 if first_result > 0 else 1].name
+    return SampleGame(players[0].name, players[1].name, tuple(actions), tuple(movers), winner, seed, game)
 
 
 def compute(data: LeagueData, seed: int = 0) -> LeagueReport:
@@ -441,7 +460,7 @@ def compute(data: LeagueData, seed: int = 0) -> LeagueReport:
     sample = None
     g = generation_of(champ)
     ckpt = data.snapshot(g) if g is not None else None
-    if ckpt is not None and isinstance(ckpt.game, ConnectFour):  # the figure draws Connect Four
+    if ckpt is not None and ckpt.game.name in _DRAW_GAME:  # a game the report can draw
         sample = play_sample_game(ckpt, champ, seed)
     rep = LeagueReport(data, members, fit, history, champions, champ, scores, games, splits, sample)
     if any(role_of(m) == "main-exploiter" for m in members):
@@ -665,17 +684,21 @@ def draw_training(rep: LeagueReport) -> Any:
 
 
 def draw_game(game: SampleGame) -> Any:
-    """The final board of a game, stones numbered by move, the winning run circled."""
+    """The final position of a sample game, drawn for its game (`_DRAW_GAME`)."""
+    return _DRAW_GAME[game.game.name](game)
+
+
+def _draw_connect4(game: SampleGame) -> Any:
+    """Connect Four's final board, stones numbered by move, the winning run circled."""
     from matplotlib.patches import Circle, FancyBboxPatch
 
-    g = game.geometry
+    g = game.game.geometry
     fig = _figure(0.75 * g.cols + 0.6, 0.75 * g.rows + 1.1)
     ax = fig.add_subplot()
     ax.add_patch(FancyBboxPatch((-0.5, -0.5), g.cols, g.rows, boxstyle="round,pad=0.05", color=_BOARD_COLOUR))
     heights = [0] * g.cols
     where: dict[tuple[int, int], int] = {}
-    for n, ch in enumerate(game.moves):
-        c = int(ch) - 1
+    for n, c in enumerate(game.actions):
         where[(g.rows - 1 - heights[c], c)] = n
         heights[c] += 1
     for r in range(g.rows):
@@ -698,10 +721,58 @@ def draw_game(game: SampleGame) -> Any:
         side.set_visible(False)
     outcome = f"{game.winner} wins" if game.winner else "draw"
     ax.set_title(
-        f"{game.first} (red, first) vs {game.second} (yellow)\n{outcome} in {len(game.moves)} moves",
+        f"{game.first} (red, first) vs {game.second} (yellow)\n{outcome} in {len(game.actions)} moves",
         fontsize=10,
     )
     return fig
+
+
+def _draw_dots_and_boxes(game: SampleGame) -> Any:
+    """Dots and Boxes' final board: every line numbered by move in its drawer's colour, every box
+    filled in its owner's."""
+    from matplotlib.patches import Rectangle
+
+    boxes = game.game.boxes
+    fig = _figure(0.9 * boxes.cols + 0.9, 0.9 * boxes.rows + 1.3)
+    ax = fig.add_subplot()
+    state = game.game.new_state()
+    for n, (action, mover) in enumerate(zip(game.actions, game.movers, strict=True)):
+        y, x = boxes.line_cells[action]  # on the 2R+1 x 2C+1 grid: dots at even cells, lines between
+        x0, y0 = x // 2, y // 2  # the line's first dot; a horizontal line ends one dot right
+        x1, y1 = (x0 + 1, y0) if y % 2 == 0 else (x0, y0 + 1)
+        colour = _FIRST_COLOUR if mover == 0 else _SECOND_COLOUR
+        ax.plot([x0, x1], [-y0, -y1], color=colour, linewidth=4, solid_capstyle="round", zorder=2)
+        label = {"boxstyle": "round,pad=0.15", "fc": "white", "lw": 0}
+        ax.text((x0 + x1) / 2, -(y0 + y1) / 2, str(n + 1), ha="center", va="center", fontsize=7,
+                weight="bold", zorder=3, bbox=label)  # fmt: skip
+        state = state.apply(action)
+    for b in range(boxes.boxes):
+        owner = 0 if state.owned[0] >> b & 1 else 1
+        r, c = divmod(b, boxes.cols)
+        face = _FIRST_COLOUR if owner == 0 else _SECOND_COLOUR
+        ax.add_patch(Rectangle((c, -r - 1), 1, 1, facecolor=face, alpha=0.25, zorder=1))
+    for r in range(boxes.rows + 1):
+        for c in range(boxes.cols + 1):
+            ax.plot(c, -r, "o", color="black", markersize=5, zorder=4)
+    ax.set_xlim(-0.3, boxes.cols + 0.3)
+    ax.set_ylim(-boxes.rows - 0.3, 0.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    first = bin(state.owned[0]).count("1")
+    outcome = f"{game.winner} wins" if game.winner else "draw"
+    score = f"{first}-{boxes.boxes - first} in boxes"
+    ax.set_title(f"{game.first} (red, first) vs {game.second} (yellow)\n{outcome}, {score}", fontsize=10)
+    return fig
+
+
+_DRAW_GAME = {ConnectFour.name: _draw_connect4, "dots_and_boxes": _draw_dots_and_boxes}
+"""How the report draws a sample game of each game it can draw (a game missing here gets no
+sample game)."""
+_NOTATION = {
+    ConnectFour.name: lambda game: f"columns 1-{game.geometry.cols}",
+    "dots_and_boxes": lambda game: "lines h<row>,<col> and v<row>,<col>, rows and columns from 0",
+}
+"""How the page names each drawn game's move notation."""
 
 
 def draw_suite(rep: LeagueReport) -> Any:
@@ -808,7 +879,8 @@ def render_html(rep: LeagueReport, images: dict[str, Path]) -> str:
         nash_conv=rep.data.nash_conv,
         beat_percent=f"{BEAT_SCORE:.0%}",
         images={name: base64.b64encode(path.read_bytes()).decode("ascii") for name, path in images.items()},
-        sample_opponent=SAMPLE_OPPONENT,
+        sample_opponent=rep.sample.second if rep.sample is not None else None,
+        move_notation=_NOTATION[rep.sample.game.name](rep.sample.game) if rep.sample is not None else None,
         last=last,
         drawn=datetime.now(UTC).isoformat(timespec="seconds"),
     )

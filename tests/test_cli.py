@@ -610,4 +610,9 @@ def test_a_suite_of_another_board_is_refused_before_training(capsys, tmp_path: P
         "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
     )  # fmt: skip
     assert_one_line_error(rc, out, err, "league", f"{suite}:1", "expected a column digit 1-4")
+    rc, out, err = run(
+        capsys, "league", "--profile", "smoke", "--game", "dots-and-boxes-3x3", "--suite", str(suite),
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+    )  # fmt: skip
+    assert_one_line_error(rc, out, err, "league", "makes its suite from the league's seed")
     assert not (tmp_path / "mlflow.db").exists()

@@ -28,12 +28,12 @@ from c4core.games.connect4.rules import Geometry
 from c4core.games.connect4.solver import Solver
 from c4core.games.connect4.suite import (
     OTHER,
+    FileSuite,
     SuitePosition,
     default_suite_path,
     evaluate_suite,
     load_suite,
     parse_suite,
-    suite_metrics,
 )
 from c4core.games.players import Player, RandomBot
 from c4core.learners.net import Checkpoint, PolicyValueNet
@@ -208,7 +208,9 @@ def test_a_solver_labelled_small_suite(rng: np.random.Generator, random_move_str
 
 
 def test_metrics_and_json_shape(mini_file: Path) -> None:
-    metrics = suite_metrics(TacticalBot(), mini_file, seed=SEED)
+    suite = FileSuite(mini_file)
+    assert suite.name == mini_file.name and list(suite.tags)[-1] == "suite/counted"
+    metrics = suite.score(TacticalBot())
     for key in ("suite/keeps_result", "suite/best_move", "suite/counted"):
         assert key in metrics
     for bucket in ("ply_4_10", "ply_11_20", "ply_21_36"):

@@ -137,7 +137,7 @@ def test_a_rerun_neither_rescores_nor_duplicates(leagues: Leagues, monkeypatch: 
     run_league_tracked(again, WITH, suite=leagues.suite)
     assert suite_state(again) == before
     assert all(len(h) == 1 for _, hist in before.values() for h in hist.values())
-    assert log_suite(again, 1, leagues.suite) is None  # already tagged: nothing to do
+    assert log_suite(again, 1, again.config.board.suite(leagues.suite)) is None  # already tagged
 
 
 def test_a_crash_between_metrics_and_tags_is_finished_without_logging_twice(leagues: Leagues) -> None:
@@ -147,7 +147,7 @@ def test_a_crash_between_metrics_and_tags_is_finished_without_logging_twice(leag
     assert v is not None
     for key in TAGS:
         leagues.client.delete_model_version_tag(v.name, v.version, key)
-    assert log_suite(store, 1, leagues.suite) is not None
+    assert log_suite(store, 1, store.config.board.suite(leagues.suite)) is not None
     assert suite_state(store) == before
 
 

@@ -416,6 +416,36 @@ def test_the_sample_game_is_a_legal_game_of_the_champion_and_tactical(
     assert again == game  # seeded: the same game every time
 
 
+@pytest.mark.slow
+def test_a_dots_and_boxes_league_gets_a_sample_game_of_its_own(tmp_path: Path) -> None:
+    """The sample game goes through the game interface: a Dots and Boxes champion plays the
+    league's baseline bot, `greedy`, a player who takes a box moves again, the winner is who
+    owns more boxes, and the figure draws it."""
+    from c4core.games import load
+
+    root = tmp_path / "dots"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run_league(LocalStore(root), profile("smoke", name="dots", game="dots_and_boxes", rows=2, cols=2))
+        files = build_report(root, tmp_path / "report")
+    finally:
+        torch.set_num_threads(threads)
+    game = files.report.sample
+    assert game is not None and (game.first, game.second) == (files.report.champion, "greedy")
+    dots = load("dots_and_boxes", rows=2, cols=2)
+    assert game.game == dots and game.run == ()
+    state = dots.new_state()
+    for action, mover in zip(game.actions, game.movers, strict=True):
+        assert state.current_player() == mover
+        state = state.apply(action)
+    assert state.is_terminal and state == dots.state_from_moves(game.moves)
+    names = {1.0: game.first, -1.0: game.second, 0.0: None}
+    assert game.winner == names[state.returns()[0]]
+    assert "game" in files.images and files.images["game"].is_file()
+    assert game.moves in files.html.read_text() and "lines h&lt;row&gt;" in files.html.read_text()
+
+
 def test_c4_report_on_a_folder(local: tuple[LocalStore, ReportFiles], tmp_path: Path, capsys) -> None:
     store, files = local
     assert cli.main(["report", "--dir", str(store.root), "--out", str(tmp_path)]) == 0

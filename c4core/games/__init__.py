@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from c4core.games.base import BatchState, ExactSolver, Game, State, Symmetry
+from c4core.games.base import BatchState, ExactSolver, Game, State, Suite, Symmetry
 from c4core.games.connect4 import ConnectFour
 from c4core.games.connect4.rules import Geometry
 from c4core.games.dots_and_boxes import DotsAndBoxes
@@ -25,6 +25,7 @@ __all__ = [
     "ExactSolver",
     "Game",
     "State",
+    "Suite",
     "Symmetry",
     "exact_solver",
     "game_of",

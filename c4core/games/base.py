@@ -196,6 +196,24 @@ class ExactSolver(Protocol):
         ...
 
 
+class Suite(Protocol):
+    """Optional: a game's solver-labelled positions, on which a player is scored by the move it
+    picks in each (`Game.suite`). The league scores every main-agent snapshot on its game's
+    suite, logs the metrics on its generation run and the headline ones as version tags."""
+
+    name: str
+    """What the suite is, for messages and the version tag ``suite_file``: a file's name, or the
+    board and seed it was made from."""
+    tags: Mapping[str, str]
+    """The metrics of `score` that also become version tags, each with its tag key, the count
+    (``suite/counted``) last: its tag marks the scoring done."""
+
+    def score(self, player: Player) -> dict[str, float]:
+        """The ``suite/*`` metrics of `player` on the suite: rates in 0..1 (NaN for an empty
+        bucket) and ``suite/counted``, the positions that count."""
+        ...
+
+
 @runtime_checkable
 class Game(Protocol):
     """A game's description, and the factory of its states and of its scripted bots.
@@ -205,6 +223,10 @@ class Game(Protocol):
 
     - ``solvable: bool`` and ``exact_solver(max_nodes=None) -> ExactSolver``: an exact solver,
       and whether it reaches this board (`exact_solver` raises `ValueError` when not);
+    - ``suite(path=None, seed=0) -> Suite | None``: its solver-labelled suite, read from the file
+      `path` for a game whose suites are files (Connect Four; None: no suite), made from `seed`
+      for one that makes its own (Dots and Boxes, on the boards its solver labels; None
+      elsewhere); `ValueError` for a file it cannot read or a game that reads none;
     - ``search_tree(total) -> SearchTree``: its own storage for the batched search's nodes;
     - ``kernel_match(a, b, pairs, seed, opening_plies)``: a match between two of its scripted
       bots played in compiled code (A's outcomes of `pairs` colour-swapped game pairs, A first

@@ -17,7 +17,6 @@ from c4core.learners.net import Checkpoint
 from c4core.learners.plugins import LEARNERS
 
 
-# ---- steps ---------------------------------------------------------------------------------------
 def members(store: LeagueStore, config: LeagueConfig, generations: int) -> list[str]:
     """Bots first, then every role's snapshot that exists up to `generations`, by generation."""
     snaps = [

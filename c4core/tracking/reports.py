@@ -32,7 +32,6 @@ from c4core.tracking.store import (
 )
 
 
-# ---- the league report ---------------------------------------------------------------------------
 def open_league(tracking: Tracking, league: str, config_hash: str | None = None) -> MLflowStore:
     """The store of a league in MLflow, found by name alone (the newest config, unless one is given).
 

@@ -18,7 +18,7 @@ from c4core.config import (
 from c4core.league.generation import GenerationReport, run_generation
 from c4core.tracking.champion import league_champion, promote_champion
 from c4core.tracking.reports import log_league_report
-from c4core.tracking.scores import _try_log_suite, log_dots_suite, log_exploitability, log_nash_conv
+from c4core.tracking.scores import log_exploitability, log_nash_conv, try_log_suite
 from c4core.tracking.store import FINALIZED, MLflowStore
 from c4core.tracking.versions import member_versions, register_snapshot, update_ratings
 
@@ -26,11 +26,12 @@ from c4core.tracking.versions import member_versions, register_snapshot, update_
 def after_generation(
     store: MLflowStore, report: GenerationReport, suite: str | Path | None = None
 ) -> ModelVersion:
-    """Everything MLflow needs once a generation has played: register its snapshot, score it
-    on `suite` when one is given (`log_suite`), refit Elo into every version's tags, log the
-    ladder, promote the champion, mark it finalized. A finalized generation is only scored on
-    `suite` if it has not been yet. Returns the league's champion version (`promote_champion`),
-    which need not hold the registry-wide title."""
+    """Everything MLflow needs once a generation has played: register its snapshot, score it on its
+    game's suite (`try_log_suite`: the file `suite` where the game reads one, Connect Four's, or the
+    suite a game makes from the league's seed, Dots and Boxes'), refit Elo into every version's
+    tags, log the ladder, promote the champion, mark it finalized. A finalized generation is only
+    scored on a `suite` given now if it has not been yet. Returns the league's champion version
+    (`promote_champion`), which need not hold the registry-wide title."""
     g = report.generation
     run = store.generation_run(g)
     assert run is not None  # run_generation stored it
@@ -41,9 +42,7 @@ def after_generation(
                 member = snapshot_name(earlier, role)
                 if member not in registered and store.generation_run(earlier, role) is not None:
                     register_snapshot(store, earlier, report.fit, role)
-        if suite is not None:
-            _try_log_suite(store, g, suite)  # before the report below, so its curve has this point
-        log_dots_suite(store, g)
+        try_log_suite(store, g, suite)  # before the report below, so its curve has this point
         update_ratings(store, report.fit, g)
         log_exploitability(store, g)
         log_nash_conv(store, g)
@@ -52,7 +51,7 @@ def after_generation(
         run.data.tags[FINALIZED] = "true"  # the cached copy too
         log_league_report(store)  # live: redrawn once per newly finalized generation
     elif suite is not None:
-        _try_log_suite(store, g, suite)  # a league finalized before it had a suite: the final report shows it
+        try_log_suite(store, g, suite)  # a league finalized before it had a suite: the final report shows it
     champ = league_champion(store)
     assert champ is not None  # promote_champion set it
     return champ

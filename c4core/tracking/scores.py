@@ -1,12 +1,14 @@
 """What each generation's snapshots are scored on, logged to MLflow: the solver-labelled suite,
 exact NashConv where the game enumerates, and the main exploiter's score against the champion.
 
-Suite scores. Given a suite file (`after_generation`'s, `run_generation_tracked`'s and
-`run_league_tracked`'s ``suite`` argument; None, the default, logs nothing), each snapshot's raw
-network (greedy, no search) is scored on it with `c4core.games.connect4.suite`: the ``suite/*``
-metrics go on the generation run, where `c4core.report` draws them as a curve, and the headline
-numbers become tags of the version (`log_suite`). A version that already has them is not scored
-again; a suite that cannot be read, or does not fit the board, only warns.
+Suite scores. Each main-agent snapshot's raw network (greedy, no search) is scored on its
+game's suite (`Game.suite`, a `c4core.games.Suite`): for Connect Four a suite file, when one is
+given (`after_generation`'s, `run_generation_tracked`'s and `run_league_tracked`'s ``suite``
+argument; None, the default, scores nothing), for Dots and Boxes the suite its exact solver
+labels, made from the league's seed. The ``suite/*`` metrics go on the generation run, where
+`c4core.report` draws them as a curve, and the headline numbers become tags of the version
+(`log_suite`). A version that already has them is not scored again; a suite that cannot be
+read, or does not fit the board, only warns.
 """
 
 from __future__ import annotations
@@ -22,91 +24,40 @@ from c4core.config import (
     TABULAR_MOVES,
     snapshot_name,
 )
+from c4core.games import Suite
 from c4core.league.members import champion_after, exploitability, iterations_to_beat
 from c4core.report import is_plotted
 from c4core.tracking.store import MLflowStore
 from c4core.tracking.versions import find_version
 
-SUITE_TAGS = {
-    "suite/keeps_result": "suite_keeps_result",
-    "suite/best_move": "suite_best_move",
-    "suite/counted": "suite_counted",
-}
-"""The suite metrics that also become version tags, and their tag keys."""
 
-
-def log_suite(store: MLflowStore, generation: int, suite: str | Path) -> dict[str, float] | None:
-    """Score snapshot `generation`'s raw network (greedy `NetPlayer`, no search) on the suite
-    file `suite`, log the ``suite/*`` metrics on its generation run and the headline numbers as
-    tags of its version (rates to 4 decimals, the count as a whole number, and ``suite_file``).
+def log_suite(store: MLflowStore, generation: int, suite: Suite) -> dict[str, float] | None:
+    """Score snapshot `generation`'s main agent as it plays its matches (greedy, no search) on
+    its game's `suite`, log the ``suite/*`` metrics on its generation run and the headline ones
+    as tags of its version (`Suite.tags`: rates to 4 decimals, the count as a whole number, last),
+    with ``suite_file``, the suite's name.
 
     Returns the metrics, or None when nothing was done: the version is not registered, or it
     already has the tags. The tags come last, so after a crash in between, a rerun scores again
-    (greedy: the same numbers) and adds the tags without logging the metrics twice. A suite that
-    does not fit the league's board is a `ValueError`."""
+    (greedy: the same numbers) and adds the tags without logging the metrics twice."""
     import math
 
-    from c4core.games.connect4.suite import evaluate_suite, load_suite
-
     version = find_version(store, generation)
-    if version is None or all(t in version.tags for t in SUITE_TAGS.values()):
+    if version is None or all(t in version.tags for t in suite.tags.values()):
         return None
     run, ckpt = store.generation_run(generation), store.snapshot(generation)
     assert run is not None and ckpt is not None  # a registered version has a finished run
-    positions = load_suite(suite, ckpt.geometry)
-    player = ckpt.player(snapshot_name(generation))
-    metrics = evaluate_suite(player, positions).metrics()
+    metrics = suite.score(ckpt.player(snapshot_name(generation)))
     logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: the cached run predates it
-    if "suite/keeps_result" not in logged and "suite/counted" not in logged:
+    if not any(key in logged for key in suite.tags):
         now = int(time.time() * 1000)
         batch = [Metric(k, v, now, 0) for k, v in metrics.items() if not math.isnan(v)]  # empty buckets
         store.client.log_batch(run.info.run_id, metrics=batch)
-    tags = {
-        "suite_keeps_result": f"{metrics['suite/keeps_result']:.4f}",
-        "suite_best_move": f"{metrics['suite/best_move']:.4f}",
-        "suite_file": Path(suite).name,
-        "suite_counted": str(int(metrics["suite/counted"])),  # last: its presence marks the step done
-    }
+    *rates, count = suite.tags.items()
+    tags = {tag: f"{metrics[key]:.4f}" for key, tag in rates} | {"suite_file": suite.name}
+    tags[count[1]] = str(int(metrics[count[0]]))  # last: its presence marks the step done
     for k, v in tags.items():
         store.client.set_model_version_tag(version.name, version.version, k, v)
-    return metrics
-
-
-DOTS_SUITE_TAGS = {
-    "suite/keeps_value": "suite_keeps_value",
-    "suite/keeps_outcome": "suite_keeps_outcome",
-    "suite/counted": "suite_counted",
-}
-"""The Dots and Boxes suite metrics that also become version tags, and their tag keys."""
-
-
-def log_dots_suite(store: MLflowStore, generation: int) -> dict[str, float] | None:
-    """In a Dots and Boxes league on a board the exact solver takes
-    (`c4core.games.dots_and_boxes.suite.DRAWN`), score the main agent's snapshot of `generation`
-    (greedy, no search) on the league's suite, made from its seed, and log it as `log_suite` logs a
-    Connect Four suite: the metrics on its generation run, then the tags (`DOTS_SUITE_TAGS`, the
-    count last). None when nothing was done."""
-    from c4core.games import DotsAndBoxes
-    from c4core.games.dots_and_boxes.suite import DRAWN, make_suite, score_suite
-
-    game = store.config.board
-    if not isinstance(game, DotsAndBoxes) or (game.boxes.rows, game.boxes.cols) not in DRAWN:
-        return None
-    version = find_version(store, generation)
-    if version is None or all(t in version.tags for t in DOTS_SUITE_TAGS.values()):
-        return None
-    run, ckpt = store.generation_run(generation), store.snapshot(generation)
-    assert run is not None and ckpt is not None  # a registered version has a finished run
-    items = make_suite(game, seed=store.config.seed)
-    metrics = score_suite(ckpt.player(snapshot_name(generation)), game, items).metrics()
-    logged = store.client.get_run(run.info.run_id).data.metrics  # fresh: the cached run predates it
-    if "suite/keeps_value" not in logged:
-        now = int(time.time() * 1000)
-        store.client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
-    for key in ("suite/keeps_value", "suite/keeps_outcome", "suite/counted"):
-        value = metrics[key]
-        text = str(int(value)) if key == "suite/counted" else f"{value:.4f}"
-        store.client.set_model_version_tag(version.name, version.version, DOTS_SUITE_TAGS[key], text)
     return metrics
 
 
@@ -166,11 +117,16 @@ def log_nash_conv(store: MLflowStore, generation: int) -> dict[str, dict[str, fl
     return done
 
 
-def _try_log_suite(store: MLflowStore, generation: int, suite: str | Path) -> None:
-    """`log_suite`, but a suite that cannot be read or does not fit the board only warns: the
-    scores are a view of the snapshot, and registering and promoting it must go on without them."""
+def try_log_suite(store: MLflowStore, generation: int, path: str | Path | None) -> None:
+    """`log_suite` on the league's game's suite (`Game.suite`: the file `path`, or one the game
+    makes from the league's seed; nothing for a game with neither), but a suite that cannot be
+    read or does not fit the board only warns: the scores are a view of the snapshot, and
+    registering and promoting it must go on without them."""
+    suite_of = getattr(store.config.board, "suite", None)
     try:
-        log_suite(store, generation, suite)
+        suite = suite_of(path, store.config.seed) if suite_of is not None else None
+        if suite is not None:
+            log_suite(store, generation, suite)
     except ValueError as e:
         warnings.warn(f"{snapshot_name(generation)} was not scored on the suite: {e}", stacklevel=3)
 

@@ -15,7 +15,6 @@ from c4core.learners.net import Checkpoint
 from c4core.tracking.store import Tracking
 
 
-# ---- registry URIs as players --------------------------------------------------------------------
 def resolve_version(client: MlflowClient, uri: str) -> ModelVersion:
     """The version a ``models:/name@alias``, ``models:/name/<version>`` or
     ``models:/name/<stage>`` URI names; `ValueError` when it names none."""

@@ -29,7 +29,6 @@ from c4core.games import ConnectFour
 from c4core.tracking.store import CHAMPION_ALIAS, MODEL_NAME, MLflowStore
 
 
-# ---- registry steps ------------------------------------------------------------------------------
 def _version_role(version: ModelVersion) -> str:
     return version.tags.get("role", MAIN)  # versions from before roles are the main agent's
 

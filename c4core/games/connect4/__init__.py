@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from c4core.games.base import Symmetry
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     from c4core.games.connect4.batch import Boards
     from c4core.games.connect4.solver import Solver
+    from c4core.games.connect4.suite import FileSuite
     from c4core.games.connect4.tree import ConnectFourTree
     from c4core.games.players import Player
 
@@ -122,6 +124,14 @@ class ConnectFour:
         from c4core.games.connect4.solver import Solver
 
         return Solver(self.geometry, max_nodes=max_nodes)
+
+    def suite(self, path: str | Path | None = None, seed: int = 0) -> FileSuite | None:
+        """The suite file `path` (`suite.FileSuite`: lines of solver-labelled positions of this
+        board), None without one; `ValueError` naming the line of a bad file or of a position
+        that does not fit the board."""
+        from c4core.games.connect4.suite import FileSuite
+
+        return FileSuite(path, self.geometry) if path is not None else None
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `tactical` and `lookahead` (`bots`); `perfect`, the exact solver's (boards

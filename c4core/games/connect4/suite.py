@@ -279,9 +279,22 @@ def evaluate_suite(
     return SuiteReport(player.name, len(suite), total, buckets, seed, seconds)
 
 
-def suite_metrics(player: Player, path: str | Path, seed: int = 0, device: str = "cpu") -> dict[str, float]:
-    """`evaluate_suite` on a suite file, as flat metrics (``suite/keeps_result`` and so on)."""
-    return evaluate_suite(player, load_suite(path), seed, device).metrics()
+class FileSuite:
+    """A suite file as the game interface's `Suite`: read once (a bad file fails here, naming
+    its line), each player scored by `evaluate_suite`."""
+
+    tags = {
+        "suite/keeps_result": "suite_keeps_result",
+        "suite/best_move": "suite_best_move",
+        "suite/counted": "suite_counted",
+    }
+
+    def __init__(self, path: str | Path, geometry: Geometry = STANDARD):
+        self.name = Path(path).name
+        self.positions = load_suite(path, geometry)
+
+    def score(self, player: Player) -> dict[str, float]:
+        return evaluate_suite(player, self.positions).metrics()
 
 
 def default_suite_path(game: Game = ConnectFour()) -> Path | None:

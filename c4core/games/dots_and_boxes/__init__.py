@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from c4core.figures import quoted
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     from c4core.games.dots_and_boxes.batch import DotsBoards
     from c4core.games.dots_and_boxes.solver import DotsSolver
+    from c4core.games.dots_and_boxes.suite import SeededSuite
     from c4core.games.players import Player
 
 
@@ -136,6 +138,16 @@ class DotsAndBoxes:
         from c4core.games.dots_and_boxes.solver import DotsSolver
 
         return DotsSolver(self.boxes)
+
+    def suite(self, path: str | Path | None = None, seed: int = 0) -> SeededSuite | None:
+        """The suite made from `seed` (`suite.SeededSuite`: 1,200 positions on 3x3, labelled by
+        the exact solver) on the boards it labels (`suite.DRAWN`), None elsewhere; `ValueError`
+        for a `path`: this game reads no suite file."""
+        if path is not None:
+            raise ValueError(f"{self.title} makes its suite from the league's seed: it reads no suite file")
+        from c4core.games.dots_and_boxes.suite import DRAWN, SeededSuite
+
+        return SeededSuite(self, seed) if (self.boxes.rows, self.boxes.cols) in DRAWN else None
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
         """`random`; `greedy` (`bots`); `perfect`, the exact solver's (boards of at most 3x3 boxes:

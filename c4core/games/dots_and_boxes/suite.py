@@ -112,3 +112,21 @@ def score_suite(player: Player, game: DotsAndBoxes, items: Sequence[DotsItem], c
             outcome += item.keeps_outcome(action)
     n = max(len(items), 1)
     return DotsScore(len(items), value / n, outcome / n)
+
+
+class SeededSuite:
+    """The suite of a board and seed as the game interface's `Suite` (`make_suite`)."""
+
+    tags = {
+        "suite/keeps_value": "suite_keeps_value",
+        "suite/keeps_outcome": "suite_keeps_outcome",
+        "suite/counted": "suite_counted",
+    }
+
+    def __init__(self, game: DotsAndBoxes, seed: int = 0, positions: int = 1200):
+        self.game = game
+        self.name = f"{game.variant}, seed {seed}"
+        self.items = make_suite(game, positions, seed)
+
+    def score(self, player: Player) -> dict[str, float]:
+        return score_suite(player, self.game, self.items).metrics()
