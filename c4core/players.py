@@ -1,8 +1,9 @@
 """Player specs: the strings that name a player on the command line and in league records.
 
-``random``, ``tactical`` and ``lookahead`` are the scripted bots (``random`` plays every game,
-the other two Connect Four), ``perfect`` is the exact solver (Connect Four's on small boards,
-Dots and Boxes' up to 3x3 boxes), a
+The scripted bots are each game's (`Game.bots`): ``random`` plays every game, ``tactical`` and
+``lookahead`` Connect Four, ``greedy``, ``defensive``, ``heuristic`` and ``mcts<N>`` Dots and
+Boxes, and ``perfect`` is the exact solver (Connect Four's on small boards, Dots and Boxes' up
+to 3x3 boxes); a
 path to a ``.pt`` file is a checkpoint played greedily by its network, and a registry URI
 (``models:/connect4@champion``, ``models:/connect4/7``, ``models:/connect4/Production``) is a
 registered snapshot, fetched by the caller's `registry` function (the CLI's reads MLflow through
@@ -80,6 +81,6 @@ def make_player(
             raise ValueError(f"{spec} plays {ckpt.game.title}, not {game.title}")
         return ckpt.player(path.stem, device=device)
     raise ValueError(
-        f"unknown player {spec!r}: use random, tactical, lookahead, perfect, a checkpoint file (.pt), "
-        "or a registry URI (models:/connect4@champion)"
+        f"unknown player {spec!r}: use {', '.join(bots)}, a checkpoint file (.pt), "
+        f"or a registry URI (models:/{game.variant}@champion)"
     )

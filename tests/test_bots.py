@@ -21,7 +21,10 @@ from c4core.games.connect4.batch import Boards
 from c4core.games.connect4.bots import LookaheadBot, TacticalBot
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import PerfectBot
-from c4core.games.dots_and_boxes.bots import GreedyBot
+from c4core.games.dots_and_boxes.bots import DefensiveBot, GreedyBot, HeuristicBot, MctsBot
+from c4core.games.dots_and_boxes.rules import DotsState
+from c4core.games.dots_and_boxes.solver import DotsSolver
+from c4core.games.dots_and_boxes.suite import DotsItem
 from c4core.games.players import RandomBot, sample_actions
 from c4core.players import make_player
 
@@ -180,8 +183,9 @@ def test_sample_actions_and_each_games_bots(torch_gen):
     small = Geometry(rows=4, cols=4, connect=3)
     connect4, dots = ConnectFour(small).bots(), DotsAndBoxes.from_params(rows=2, cols=2).bots()
     assert list(connect4) == ["random", "tactical", "lookahead", "perfect"]
-    assert list(dots) == ["random", "greedy", "perfect"]
+    assert list(dots) == ["random", "greedy", "defensive", "heuristic", "mcts1000", "perfect"]
     assert all(name == make().name for bots in (connect4, dots) for name, make in bots.items())
+    assert dots["mcts25"]().simulations == 25 and "mcts0" not in dots and "mctsx" not in dots
     assert connect4["random"]().kernel is not None and connect4["tactical"]().kernel is not None
     assert connect4["lookahead"]().kernel is None  # it plays through the tensor engine
     assert connect4["random"]() is not connect4["random"]()  # a fresh bot each call
@@ -247,7 +251,7 @@ def test_lookahead_beats_tactical():
     assert r.total.score > 0.6
 
 
-# ---- Dots and Boxes' greedy ------------------------------------------------------------------------
+# ---- Dots and Boxes' bots ------------------------------------------------------------------------------
 @pytest.mark.parametrize("rows,cols", [(2, 2), (3, 3)])
 def test_greedy_takes_a_box_whenever_it_can_and_only_then_plays_at_random(rows: int, cols: int) -> None:
     """Over random Dots and Boxes positions: where a line completes a box, greedy draws one that
@@ -282,3 +286,126 @@ def test_greedy_beats_random_and_each_bot_plays_its_own_game_only() -> None:
     with pytest.raises(ValueError, match="tactical plays connect4 only, not Dots and Boxes"):
         make_player("tactical", dots)
     assert isinstance(make_player("random", dots), RandomBot)
+
+
+def random_dots_states(game, n: int, seed: int, left: int | None = None) -> list[DotsState]:
+    """Unfinished positions of uniformly random play: of any length, or with `left` lines left."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        state = game.new_state()
+        drawn = game.num_actions - left if left is not None else int(rng.integers(0, game.num_actions))
+        for _ in range(drawn):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        if not state.is_terminal:
+            out.append(state)
+    return out
+
+
+def endgame_dots_states(game, n: int, seed: int) -> list[DotsState]:
+    """Positions where the safe lines have just run out: random lines that give no box a third
+    side, while there are any (no box is ever on offer, so none is taken)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        state = game.new_state()
+        while quiet := [b for b in state.legal_actions() if not _third_sides(state, b)]:
+            state = state.apply(int(rng.choice(quiet)))
+        out.append(state)
+    return out
+
+
+def _mover_gain(state: DotsState, line: int) -> int:
+    """The boxes the mover takes by drawing `line` (scalar rules)."""
+    return sum(bin(o).count("1") for o in state.apply(line).owned) - sum(
+        bin(o).count("1") for o in state.owned
+    )
+
+
+def _third_sides(state: DotsState, line: int) -> int:
+    """The boxes `line` gives a third side to."""
+    boxes = state.boxes
+    return sum(mask >> line & 1 and bin(state.lines & mask).count("1") == 2 for mask in boxes.box_masks)
+
+
+def _given_away(state: DotsState, line: int) -> int:
+    """The boxes the opponent takes after the quiet `line`, taking every box it can in a row."""
+    after = state.apply(line)
+    taker, before = after.current_player(), bin(after.owned[after.current_player()]).count("1")
+    while not after.is_terminal and (takes := [b for b in after.legal_actions() if _mover_gain(after, b)]):
+        after = after.apply(takes[0])
+    return bin(after.owned[taker]).count("1") - before
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 3), (3, 3), (4, 4)])
+def test_defensive_never_offers_a_box_while_a_safe_line_remains(rows: int, cols: int) -> None:
+    """Checked on the scalar state: a safe line takes a box or gives none its third side."""
+    game = load("dots_and_boxes", rows=rows, cols=cols)
+    states = random_dots_states(game, 300, seed=rows * cols)
+    actions = DefensiveBot().act(game.batch_of(states), torch.Generator().manual_seed(2)).tolist()
+    choices = 0
+    for state, a in zip(states, actions, strict=True):
+        safe = {b for b in state.legal_actions() if _mover_gain(state, b) or not _third_sides(state, b)}
+        assert a in (safe or state.legal_actions())
+        choices += 0 < len(safe) < len(state.legal_actions())
+    assert choices > 50  # positions where an unsafe line was there to avoid
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 3), (4, 4)])
+def test_heuristic_takes_else_plays_safe_else_gives_away_the_fewest(rows: int, cols: int) -> None:
+    game = load("dots_and_boxes", rows=rows, cols=cols)
+    states = random_dots_states(game, 300, seed=rows + cols) + endgame_dots_states(game, 100, seed=rows)
+    actions = HeuristicBot().act(game.batch_of(states), torch.Generator().manual_seed(3)).tolist()
+    cases = {"take": 0, "safe": 0, "forced": 0}
+    for state, a in zip(states, actions, strict=True):
+        legal = state.legal_actions()
+        gains = {b: _mover_gain(state, b) for b in legal}
+        if max(gains.values()) > 0:
+            assert gains[a] == max(gains.values())
+            cases["take"] += 1
+        elif safe := {b for b in legal if not _third_sides(state, b)}:
+            assert a in safe
+            cases["safe"] += 1
+        else:
+            given = {b: _given_away(state, b) for b in legal}
+            assert given[a] == min(given.values())
+            cases["forced"] += 1
+    assert min(cases.values()) > 10, cases
+
+
+def test_mcts_keeps_the_outcome_where_the_tree_is_small_and_follows_its_seed() -> None:
+    """With 6 lines left (at most 720 orders of play), 2,000 simulations settle the root: in every
+    such 3x3 position where the line decides the outcome, `mcts2000` keeps it (random play does
+    not); searches are seeded."""
+    game = load("dots_and_boxes", rows=3, cols=3)
+    solver = DotsSolver(game.boxes)
+    items = []
+    for state in random_dots_states(game, 400, seed=9, left=6):
+        item = DotsItem(state, tuple(int(v) for v in solver.action_values(np.array([state.lines]))[0]))
+        if not all(item.keeps_outcome(b) for b in state.legal_actions()):
+            items.append(item)
+    boards = game.batch_of([it.state for it in items])
+    assert len(items) > 50
+    for player, least in ((MctsBot(2000), 1.0), (RandomBot(), 0.0)):
+        actions = player.act(boards, torch.Generator().manual_seed(4)).tolist()
+        kept = np.mean([it.keeps_outcome(a) for it, a in zip(items, actions, strict=True)])
+        assert kept >= least and (least or kept < 0.9)
+    again = [MctsBot(50).act(boards, torch.Generator().manual_seed(s)).tolist() for s in (5, 5, 6)]
+    assert again[0] == again[1] != again[2]
+
+
+def test_the_baselines_rank_as_their_rules_say() -> None:
+    """On 3x3, each bot beats the one whose rule it adds to: greedy and defensive beat random,
+    heuristic beats both."""
+    dots = load("dots_and_boxes", rows=3, cols=3)
+    for a, b in (
+        (DefensiveBot(), RandomBot()),
+        (HeuristicBot(), GreedyBot()),
+        (HeuristicBot(), DefensiveBot()),
+    ):
+        assert play_match(a, b, 200, seed=4, game=dots).total.score > 0.6, (a, b)
+    bots = [make_player(s, dots) for s in ("greedy", "defensive", "heuristic", "mcts20")]
+    for bot in bots:  # every line legal, finished games skipped
+        states = random_dots_states(dots, 50, seed=1)
+        actions = bot.act(dots.batch_of(states), torch.Generator().manual_seed(0)).tolist()
+        assert all(a in s.legal_actions() for s, a in zip(states, actions, strict=True))

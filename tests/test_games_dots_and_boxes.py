@@ -15,7 +15,7 @@ from c4core.games.dots_and_boxes.rules import Boxes, DotsState
 pyspiel = pytest.importorskip("pyspiel")
 
 
-@pytest.mark.parametrize("rows,cols", [(1, 1), (1, 2), (2, 2), (2, 3), (3, 3)])
+@pytest.mark.parametrize("rows,cols", [(1, 1), (1, 2), (2, 2), (2, 3), (3, 3), (4, 4)])
 def test_random_games_agree_with_openspiel_move_by_move(rows: int, cols: int) -> None:
     ours = load("dots_and_boxes", rows=rows, cols=cols)
 

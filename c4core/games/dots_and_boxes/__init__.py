@@ -8,7 +8,7 @@ tensor engine in `batch`. An action is a line number; the move notation is ``h<r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from c4core.figures import quoted
 from c4core.games.base import Symmetry
+from c4core.games.dots_and_boxes.bots import MCTS
 from c4core.games.dots_and_boxes.rules import MAX_LINES, NUM_PLANES, Boxes, DotsState
 
 if TYPE_CHECKING:
@@ -150,9 +151,10 @@ class DotsAndBoxes:
         return SeededSuite(self, seed) if (self.boxes.rows, self.boxes.cols) in DRAWN else None
 
     def bots(self) -> Mapping[str, Callable[[], Player]]:
-        """`random`; `greedy` (`bots`); `perfect`, the exact solver's (boards of at most 3x3 boxes:
-        `solver.DotsPerfectBot`, whose module loads numba, so only when made)."""
-        from c4core.games.dots_and_boxes.bots import GreedyBot
+        """`random`; `greedy`, `defensive`, `heuristic` and `mcts1000` (`bots`: any `mcts<N>`
+        is accepted, N simulations a move); `perfect`, the exact solver's (boards of at most 3x3
+        boxes: `solver.DotsPerfectBot`, whose module loads numba, so only when made)."""
+        from c4core.games.dots_and_boxes.bots import DefensiveBot, GreedyBot, HeuristicBot
         from c4core.games.players import RandomBot
 
         def perfect() -> Player:
@@ -160,4 +162,40 @@ class DotsAndBoxes:
 
             return DotsPerfectBot(self.boxes)
 
-        return {"random": RandomBot, "greedy": GreedyBot, "perfect": perfect}
+        named = {
+            "random": RandomBot,
+            "greedy": GreedyBot,
+            "defensive": DefensiveBot,
+            "heuristic": HeuristicBot,
+        }
+        return _Bots({**named, "mcts1000": _mcts(1000), "perfect": perfect})
+
+
+def _mcts(simulations: int) -> Callable[[], Player]:
+    def make() -> Player:
+        from c4core.games.dots_and_boxes.bots import MctsBot
+
+        return MctsBot(simulations)
+
+    return make
+
+
+class _Bots(Mapping[str, "Callable[[], Player]"]):
+    """A game's bots by name, which also makes ``mcts<N>`` for any N of at least 1."""
+
+    def __init__(self, named: Mapping[str, Callable[[], Player]]):
+        self.named = named
+
+    def __getitem__(self, name: str) -> Callable[[], Player]:
+        if name in self.named:
+            return self.named[name]
+        digits = name.removeprefix(MCTS) if isinstance(name, str) else ""
+        if name != digits and digits.isascii() and digits.isdigit() and int(digits) >= 1:
+            return _mcts(int(digits))
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.named)
+
+    def __len__(self) -> int:
+        return len(self.named)

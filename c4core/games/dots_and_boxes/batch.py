@@ -78,6 +78,37 @@ class DotsBoards:
         three = (self.sides() == 3).long()
         return (three @ self._sides_of) * self.legal()
 
+    def offers(self) -> torch.Tensor:
+        """[n, lines] int64: the boxes each legal line would give a third side to (0, 1 or 2),
+        each then a box the opponent can take; 0 on drawn lines and in finished games."""
+        two = (self.sides() == 2).long()
+        return (two @ self._sides_of) * self.legal()
+
+    def gives_away(self) -> torch.Tensor:
+        """[n, lines] int64: for each legal line that takes no box, the boxes the opponent then
+        takes by taking every box it can, one after another (the chain or loop it opens: 0 for a
+        safe line); 0 on drawn lines, lines that take a box, and in finished games."""
+        legal, out = (
+            self.legal(),
+            torch.zeros(len(self), self.boxes.lines, dtype=torch.int64, device=self.device),
+        )
+        quiet = legal & (self.captures() == 0)
+        before = self.completed(self.lines)
+        for line in range(self.boxes.lines):
+            rows = torch.nonzero(quiet[:, line]).squeeze(1)
+            if not len(rows):
+                continue
+            after = self.select(rows)
+            after.lines = after.lines | self._line_bits[line]
+            for _ in range(self.boxes.boxes):  # each round takes every box with three sides
+                take = after.captures() > 0
+                if not bool(take.any()):
+                    break
+                after.lines = after.lines | (take * self._line_bits).sum(1)
+            taken = after.completed(after.lines) & ~before[rows]
+            out[rows, line] = ((taken.unsqueeze(1) & self._box_bits) != 0).sum(1)
+        return out
+
     def legal(self) -> torch.Tensor:
         return ((self.lines.unsqueeze(1) & self._line_bits) == 0) & ~self.done.unsqueeze(1)
 

@@ -91,6 +91,17 @@ class Boxes:
             for c in range(self.cols)
         )
 
+    @cached_property
+    def line_boxes(self) -> tuple[tuple[int, int], ...]:
+        """The (at most two) boxes each line is a side of, by line, -1 for none: the compiled
+        solvers and bots take it as an array [lines, 2]."""
+        out = [[-1, -1] for _ in range(self.lines)]
+        for b, mask in enumerate(self.box_masks):
+            for a in range(self.lines):
+                if mask >> a & 1:
+                    out[a][0 if out[a][0] < 0 else 1] = b
+        return tuple((x, y) for x, y in out)
+
     @property
     def grid(self) -> tuple[int, int]:
         """(height, width) of the observation grid: dots, lines and boxes on a 2R+1 x 2C+1 grid."""

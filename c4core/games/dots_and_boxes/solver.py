@@ -57,16 +57,6 @@ def _retrograde(lines: int, line_boxes: np.ndarray, box_masks: np.ndarray) -> np
     return value
 
 
-def _line_boxes(boxes: Boxes) -> np.ndarray:
-    """[lines, 2]: the (at most two) boxes each line is a side of, -1 for none."""
-    out = np.full((boxes.lines, 2), -1, np.int64)
-    for b, mask in enumerate(boxes.box_masks):
-        for a in range(boxes.lines):
-            if mask >> a & 1:
-                out[a, 0 if out[a, 0] < 0 else 1] = b
-    return out
-
-
 @lru_cache(maxsize=4)
 def _table(boxes: Boxes, cache: Path | None) -> np.ndarray:
     path = cache / f"dots-and-boxes-{boxes.rows}x{boxes.cols}.npy" if cache is not None else None
@@ -74,7 +64,9 @@ def _table(boxes: Boxes, cache: Path | None) -> np.ndarray:
         table = np.load(path)
         if table.shape == (1 << boxes.lines,):
             return table
-    table = _retrograde(boxes.lines, _line_boxes(boxes), np.array(boxes.box_masks, np.int64))
+    table = _retrograde(
+        boxes.lines, np.array(boxes.line_boxes, np.int64), np.array(boxes.box_masks, np.int64)
+    )
     if path is not None:  # atomic, so a reader never meets half a table
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{id(table)}.tmp")
@@ -96,7 +88,7 @@ class DotsSolver:
         self.boxes = boxes
         self.table = _table(boxes, cache)
         self._line_bits = np.array([1 << a for a in range(boxes.lines)], np.int64)
-        self._line_boxes = _line_boxes(boxes)
+        self._line_boxes = np.array(boxes.line_boxes, np.int64)
         self._box_masks = np.array(boxes.box_masks, np.int64)
 
     def value(self, state: DotsState) -> int:
