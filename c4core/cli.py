@@ -369,9 +369,9 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
     if dots:
         if args.suite is not None:
             raise UsageError(f"{game.title}'s suite is made on the spot (--positions), not read from --suite")
-        from c4core.games.dots_and_boxes.suite import make_suite, score_suite
+        from c4core.games.dots_and_boxes.suite import SeededSuite
 
-        suite: Any = make_suite(game, args.positions, seed=args.seed)
+        suite: Any = SeededSuite(game, args.seed, args.positions)
     else:
         path = args.suite or default_suite_path(game)
         if path is None:
@@ -392,8 +392,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.player} already searches: give the simulations once")
         player = SearchPlayer.around(player, args.simulations)
     if dots:
-        score = score_suite(player, game, suite)
-        out = {"player": player.name, "game": game.variant, **score.metrics()}
+        out = {"player": player.name, "game": game.variant, **suite.score(player)}
         print(json.dumps(out) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in out.items()))
         return 0
     report = evaluate_suite(player, suite, seed=args.seed)

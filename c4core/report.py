@@ -28,7 +28,8 @@ MLflow, `c4core.tracking.reports.read_league` does, and `c4core.tracking.reports
   Boxes' lines numbered by move with each box in its owner's colour.
 - **Suite.** If snapshots carry ``suite/keeps_result`` or ``suite/best_move`` (or Dots and
   Boxes' ``suite/keeps_value`` and ``suite/keeps_outcome``), a curve over
-  generations.
+  generations; Dots and Boxes' strategy probes (``suite/probe/<principle>``) dashed beside them,
+  so the page shows which principle the league learns first and which never.
 
 `build_report` takes a `LeagueData`, a `LocalStore` or a league folder, and writes ``report.html``,
 ``report.json`` and the PNGs into a folder. The page comes from the Jinja2 template
@@ -775,16 +776,23 @@ _NOTATION = {
 """How the page names each drawn game's move notation."""
 
 
+PROBE_PREFIX = "suite/probe/"
+"""The metrics of Dots and Boxes' strategy probes, one a principle (`dots_and_boxes.probes`)."""
+
+
 def draw_suite(rep: LeagueReport) -> Any:
     """Suite metrics of each snapshot over generations."""
     fig = _figure(6.5, 3.6)
     ax = fig.add_subplot()
     gens = sorted(rep.data.suite)
     keys = ("suite/keeps_result", "suite/best_move", "suite/keeps_value", "suite/keeps_outcome")
-    for key in keys:  # Connect Four's suite, or Dots and Boxes' (`c4core.games.dots_and_boxes.suite`)
+    probes = sorted({k for m in rep.data.suite.values() for k in m if k.startswith(PROBE_PREFIX)})
+    for key in (*keys, *probes):  # Connect Four's suite, or Dots and Boxes' with its strategy probes
         ys = [rep.data.suite[g].get(key, np.nan) for g in gens]
         if not np.isnan(ys).all():
-            ax.plot(gens, ys, marker="o", label=key.split("/")[1].replace("_", " "))
+            label = key.removeprefix(PROBE_PREFIX) if key in probes else key.split("/")[1]
+            style = dict(linestyle="--", marker="s") if key in probes else dict(marker="o")
+            ax.plot(gens, ys, label=label.replace("_", " "), **style)
     ax.set_xticks(gens)
     ax.set_ylim(0, 1)
     ax.set_xlabel("generation")

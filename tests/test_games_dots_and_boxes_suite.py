@@ -10,6 +10,7 @@ import pytest
 
 from c4core.games import load
 from c4core.games.dots_and_boxes.bots import GreedyBot
+from c4core.games.dots_and_boxes.endgame import EndgameSolver
 from c4core.games.dots_and_boxes.solver import DotsPerfectBot
 from c4core.games.dots_and_boxes.suite import DRAWN, make_suite, score_suite
 from c4core.games.players import RandomBot
@@ -40,10 +41,39 @@ def test_perfect_keeps_everything_and_the_bots_less(suite: list) -> None:
     assert greedy.keeps_value <= greedy.keeps_outcome  # keeping the value keeps the outcome
 
 
-def test_only_boards_the_solver_takes_have_a_suite_and_small_ones_a_shorter_one() -> None:
+def test_only_boards_a_solver_labels_have_a_suite_and_small_ones_a_shorter_one() -> None:
     assert 0 < len(make_suite(load("dots_and_boxes", rows=2, cols=2))) < 1200
-    with pytest.raises(ValueError, match="no suite for Dots and Boxes on 4x4 boxes: suites are made on"):
-        make_suite(load("dots-and-boxes-4x4"))
+    with pytest.raises(ValueError, match="no suite for Dots and Boxes on 5x5 boxes: suites are made on"):
+        make_suite(load("dots_and_boxes", rows=5, cols=5))
+    assert load("dots_and_boxes", rows=5, cols=5).suite() is None
+
+
+def test_4x4_endgame_probes_are_labelled_by_the_search_from_real_endgames() -> None:
+    """On 4x4 the suite's positions have at most 24 lines left, come from the mixed policy's
+    games (so greedy, which plays random play's positions almost perfectly, keeps less), and
+    their labels are the endgame search's."""
+    four = load("dots-and-boxes-4x4")
+    items = make_suite(four, positions=38, seed=2)
+    lo, hi = DRAWN[(4, 4)]
+    assert len(items) == 38 and four.num_actions - lo == 24
+    assert {bin(it.state.lines).count("1") for it in items} == set(range(lo, hi + 1))
+    solver = EndgameSolver(four.boxes, table_bits=18)
+    assert all(it.best == solver.value(it.state) for it in items)
+    greedy, perfect = score_suite(GreedyBot(), four, items), score_suite(LabelledBot(items), four, items)
+    assert greedy.keeps_value < perfect.keeps_value == 1.0
+
+
+class LabelledBot(RandomBot):
+    """A line of the best label in each suite position it is asked about (a perfect player for
+    boards without the table)."""
+
+    def __init__(self, items) -> None:
+        self.best = {it.state.lines: [a for a, v in enumerate(it.values) if v == it.best] for it in items}
+
+    def act(self, boards, generator=None):
+        import torch
+
+        return torch.tensor([self.best.get(int(lines), [0])[0] for lines in boards.lines])
 
 
 def test_eval_suite_scores_a_dots_and_boxes_player(capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,6 +39,7 @@ from c4core.report import (
     bit_cell,
     build_report,
     compute,
+    draw_suite,
     first_second,
     ladder_history,
     order_members,
@@ -568,11 +569,14 @@ def test_the_report_is_logged_live_and_rebuilt_from_mlflow_alone(tmp_path: Path,
 def test_suite_metrics_add_a_curve(local: tuple[LocalStore, ReportFiles], tmp_path: Path) -> None:
     _, files = local
     suite = {1: {"suite/keeps_result": 0.4, "suite/best_move": 0.2}, 2: {"suite/keeps_result": 0.5}}
+    suite[2] |= {"suite/probe/double_cross": 0.1, "suite/probe/loop_control": float("nan")}
     data = dataclasses.replace(files.report.data, suite=suite)
     again = build_report(data, tmp_path)
     assert list(again.images) == ["ladder", "matrix", "game", "training", "suite"]
     assert json.loads(again.data.read_text())["suite"]["1"] == suite[1]
     assert "Solver-labelled suite" in again.html.read_text()
+    labels = [line.get_label() for line in draw_suite(again.report).axes[0].lines]
+    assert labels == ["keeps result", "best move", "double cross"]  # a probe with no score is not drawn
 
 
 def test_the_exact_nash_conv_is_drawn_beside_the_exploiter_or_alone(

@@ -141,9 +141,10 @@ class DotsAndBoxes:
         return DotsSolver(self.boxes)
 
     def suite(self, path: str | Path | None = None, seed: int = 0) -> SeededSuite | None:
-        """The suite made from `seed` (`suite.SeededSuite`: 1,200 positions on 3x3, labelled by
-        the exact solver) on the boards it labels (`suite.DRAWN`), None elsewhere; `ValueError`
-        for a `path`: this game reads no suite file."""
+        """The suite made from `seed` (`suite.SeededSuite`: 1,200 positions labelled by the exact
+        solver on 3x3, endgame probes labelled by the endgame search on 4x4, and strategy probes
+        on both) on the boards it labels (`suite.DRAWN`), None elsewhere; `ValueError` for a
+        `path`: this game reads no suite file."""
         if path is not None:
             raise ValueError(f"{self.title} makes its suite from the league's seed: it reads no suite file")
         from c4core.games.dots_and_boxes.suite import DRAWN, SeededSuite

@@ -33,6 +33,8 @@ from c4core.figures import quoted
 MAX_LINES = 24
 """The most lines the exact solver's table is built for (`solver`): 2^24 line sets, one byte
 each (3x3 boxes)."""
+DRAWN_LINE = -(1 << 20)
+"""The value the solvers give a line already drawn, in a row of every line's value."""
 NUM_PLANES = 5
 """Observation planes: drawn lines, the mover's boxes, the opponent's boxes, boxes with three
 sides drawn (a box the mover can take now), and a constant plane that marks the board's extent."""

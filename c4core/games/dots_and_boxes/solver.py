@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from c4core.games.dots_and_boxes.rules import MAX_LINES, Boxes, DotsState
+from c4core.games.dots_and_boxes.rules import DRAWN_LINE, MAX_LINES, Boxes, DotsState
 from c4core.games.players import Player, sample_actions
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class DotsSolver:
             closed += (box >= 0) & ((after & masks) == masks)
         follow = self.table[after].astype(np.int64)
         values = np.where(closed > 0, closed + follow, -follow)
-        return np.where((lines[:, None] & self._line_bits) != 0, -(1 << 20), values)
+        return np.where((lines[:, None] & self._line_bits) != 0, DRAWN_LINE, values)
 
 
 class DotsPerfectBot(Player):
