@@ -317,6 +317,11 @@ class AlphaZeroConfig:
     league_simulations: int = 0
     """How a drawn member plays in those games: 0 samples its raw network's policy; above 0 it
     searches with this many simulations a move (no root noise), as the learner does."""
+    evaluation_cache: int = field(default=0, metadata=NEW)
+    """Remember up to this many positions' network evaluations during each iteration's self-play
+    (`c4core.learners.search.EvaluationCache`), so a position met again, in the same tree,
+    another game's tree or the next move's search, costs no forward; 0 off. A hit returns what
+    the network returned for it before, which may differ from a fresh forward in its last bits."""
     ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random

@@ -718,3 +718,13 @@ def test_averaged_weights_are_the_mean_of_the_last_iterations() -> None:
     b = {"w": torch.tensor([3.0, 4.0], dtype=torch.bfloat16), "n": torch.tensor(2)}
     mean = average_weights([a, b])
     assert mean["w"].dtype == torch.bfloat16 and mean["w"].tolist() == [2.0, 3.0] and mean["n"] == 2
+
+
+def test_self_play_with_an_evaluation_cache_reports_its_hits() -> None:
+    """The cache changes no target's shape or legality, and the same games repeat positions."""
+    config = replace(TINY, evaluation_cache=50_000)
+    samples, stats = self_play(tiny_net(), config, torch.Generator().manual_seed(SEED))
+    _, plain = self_play(tiny_net(), TINY, torch.Generator().manual_seed(SEED))
+    assert 0 < stats["selfplay/cache_hits"] < 1 and "selfplay/cache_hits" not in plain
+    assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
+    assert bool((samples.policy[~samples.legal] == 0).all())

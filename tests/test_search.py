@@ -23,7 +23,7 @@ from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import Solver
 from c4core.games.players import RandomBot
 from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.learners.search import SearchPlayer, search, search_position
+from c4core.learners.search import EvaluationCache, SearchPlayer, search, search_position
 from c4core.players import make_player
 
 SEED = 4321
@@ -452,3 +452,38 @@ def test_probes_settle_leaves_through_the_games_own_solver(dots_positions: list)
             after = state.apply(action)
             child = first_player_value(after) * (1 if mover == 0 else -1)
             assert r.move_proven[action] == child
+
+
+# ---- the evaluation cache ---------------------------------------------------------------------------
+def test_cache_hits_return_what_a_fresh_evaluation_does(net: PolicyValueNet) -> None:
+    """A batch with repeated positions: each distinct one is evaluated once, every row gets the
+    network's own answer, and asking again is all hits with the same answers."""
+    moves = ["", "4", "44", "4", "", "123", "44", "321"]  # 123 and 321 reach one position
+    boards = Boards.from_positions([Position.from_moves(m) for m in moves])
+    cache = EvaluationCache(net, capacity=100)
+    with torch.no_grad():
+        probs, values = cache.evaluate(boards)
+        fresh_probs, fresh_values = net.evaluate(boards)
+        assert (cache.hits, cache.misses) == (4, 4)
+        assert torch.allclose(probs, fresh_probs, atol=1e-6)
+        assert torch.allclose(values, fresh_values, atol=1e-6)
+        again = cache.evaluate(boards)
+    assert (cache.hits, cache.misses) == (12, 4)
+    assert torch.equal(again[0], probs) and torch.equal(again[1], values)
+
+
+def test_a_cached_search_searches_alike_with_fewer_forwards(net: PolicyValueNet) -> None:
+    """Transpositions and the batch's repeated roots hit the cache; the visits come out as an
+    uncached search's, and the cache never holds more than its capacity."""
+    boards = Boards.from_positions([Position.from_moves(m) for m in ("", "", "4", "43", "34")])
+    config = SearchConfig(simulations=48)
+    cache = EvaluationCache(net, capacity=10_000)
+    plain, cached = search(net, boards, config), search(cache, boards, config)
+    assert np.array_equal(plain.visits, cached.visits) and np.array_equal(plain.columns, cached.columns)
+    assert np.allclose(plain.values, cached.values, atol=1e-5)
+    assert cache.hits > 0 and cache.misses < 5 * (48 + 1)
+    small = EvaluationCache(net, capacity=8)
+    search(small, boards, config)
+    assert len(small.table) == 8
+    with pytest.raises(ValueError, match="at least one position"):
+        EvaluationCache(net, capacity=0)

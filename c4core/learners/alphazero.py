@@ -69,7 +69,7 @@ from c4core.games import BatchState, ConnectFour, ExactSolver, Game, State, exac
 from c4core.games.players import Player, play_opening
 from c4core.learners.net import NetPlayer, PolicyValueNet
 from c4core.learners.ranks import ALONE, Ranks
-from c4core.learners.search import SearchPlayer, search
+from c4core.learners.search import EvaluationCache, Evaluator, SearchPlayer, search
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ def self_play(
     plies = play_opening(boards, opening, generator).cpu()
     sampled_until = (opening + config.temperature_plies).cpu()
     scfg = replace(config.search, max_trees=config.games)  # every game in one batch
+    evaluator = EvaluationCache(net, config.evaluation_cache) if config.evaluation_cache else net
     rows: list[tuple[torch.Tensor, ...]] = []
     positions: list[State] = []  # the rescored decisions' positions, in order
     net.eval()
@@ -137,7 +138,9 @@ def self_play(
         cols = torch.zeros(len(boards), dtype=torch.int64, device=device)
         live = torch.nonzero(learner).squeeze(1)
         if len(live):
-            row, cols[live] = _learner_moves(net, boards, live, plies, scfg, generator, solver, sampled_until)
+            row, cols[live] = _learner_moves(
+                evaluator, boards, live, plies, scfg, generator, solver, sampled_until
+            )
             rows.append(row)
             if config.solve_from:
                 late = live.cpu()[plies[live.cpu()] >= config.solve_from]
@@ -180,6 +183,8 @@ def self_play(
         | {"selfplay/plies": float(plies.float().mean()), "selfplay/proven_roots": proven_roots}
         | solve_stats
     )
+    if isinstance(evaluator, EvaluationCache):
+        stats["selfplay/cache_hits"] = evaluator.hits / max(evaluator.hits + evaluator.misses, 1)
     return samples, stats
 
 
@@ -229,7 +234,7 @@ def member_player(net: PolicyValueNet, config: AlphaZeroConfig) -> Player:
 
 
 def _learner_moves(
-    net: PolicyValueNet,
+    net: Evaluator,
     boards: BatchState,
     live: torch.Tensor,
     plies: torch.Tensor,

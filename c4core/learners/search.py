@@ -76,6 +76,54 @@ class Evaluator(Protocol):
         ...
 
 
+class EvaluationCache:
+    """An `Evaluator` that remembers a network's answers for positions it has seen, and asks the
+    network only about the others: transpositions within a tree, the same position in the
+    batch's other trees, and the next move's search of the same game all hit it (c4a0 caches
+    evaluations; Clausen removes every duplicate evaluation).
+
+    A position is known by its observation and legal moves together, exactly (the network sees
+    nothing else), so a hit is what a fresh evaluation of that position returns, up to the
+    rounding by which one batch's forward may differ from another's. The network's weights
+    must not change while the cache is in use: make one per set of weights. At `capacity`
+    positions the oldest are forgotten first."""
+
+    def __init__(self, net: PolicyValueNet, capacity: int):
+        if capacity < 1:
+            raise ValueError(f"an evaluation cache holds at least one position, got {capacity}")
+        self.net, self.capacity = net, capacity
+        self.table: dict[bytes, tuple[torch.Tensor, float]] = {}
+        self.hits = self.misses = 0
+
+    def parameters(self):  # noqa: ANN201 - the search finds the device through it
+        return self.net.parameters()
+
+    def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
+        observation, legal = batch.observation(), batch.legal()
+        flat = torch.cat((observation.flatten(1), legal.to(observation.dtype)), 1).cpu().numpy()
+        keys = [row.tobytes() for row in flat]
+        new: dict[bytes, int] = {}  # each unseen position once, at its first row
+        for i, key in enumerate(keys):
+            if key not in self.table:
+                new.setdefault(key, i)
+        answers: dict[bytes, tuple[torch.Tensor, float]] = {}
+        if new:
+            idx = torch.tensor(list(new.values()), device=observation.device)
+            logits, value = self.net(observation[idx], legal[idx])
+            probs = torch.softmax(logits, 1)
+            answers = {key: (probs[j], float(value[j])) for j, key in enumerate(new)}
+        found = [answers[k] if k in answers else self.table[k] for k in keys]
+        self.table.update(answers)
+        while len(self.table) > self.capacity:
+            del self.table[next(iter(self.table))]
+        self.hits += len(keys) - len(new)
+        self.misses += len(new)
+        values = torch.tensor([v for _, v in found], device=observation.device)
+        if not found:
+            return torch.zeros(0, legal.shape[1], device=observation.device), values
+        return torch.stack([p for p, _ in found]), values
+
+
 @dataclass(frozen=True)
 class BatchSearch:
     """What a search returns for a batch; rows of finished games are all zeros (proven NaN)."""
