@@ -511,6 +511,40 @@ def test_dag_test_runs_a_connect3_league_mixing_a_q_learning_table_and_a_network
     assert pairs == [("gen1", "random"), ("gen1", "tactical")]
 
 
+def test_dag_test_runs_a_dots_and_boxes_league_scored_on_its_suite_and_probes(
+    migrated: Path, tmp_path: Path
+) -> None:
+    """A 3x3 Dots and Boxes league through the DAG: its own registered model, each version
+    scored on the solver-labelled suite and per principle on the strategy probes (version tags
+    and generation-run metrics), and a registered snapshot plays legal lines."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    conf = {"league": "dots", "profile": "smoke", "generations": 2, "game": "dots-and-boxes-3x3"}
+    assert dag_test(uri, conf | {"iterations": 1, "games": 32}) == "success"
+    client = LeagueRun("", "", {}, uri).client()
+    assert [m.name for m in client.search_registered_models()] == ["dots-and-boxes-3x3"]
+    versions = {v.tags["member"]: v for v in client.search_model_versions("name = 'dots-and-boxes-3x3'")}
+    assert set(versions) == {"gen1", "gen2"}
+    for version in versions.values():
+        tags = version.tags
+        assert tags["suite_counted"] == "1200" and tags["suite_file"] == "dots-and-boxes-3x3, seed 0"
+        for tag in ("double_cross", "forced_capture", "loop_control", "parity_sacrifice"):
+            assert 0.0 <= float(tags[f"probe_{tag}"]) <= 1.0
+        metrics = client.get_run(version.run_id).data.metrics
+        assert metrics["suite/probe/forced_capture"] == pytest.approx(
+            float(tags["probe_forced_capture"]), abs=1e-4
+        )
+    from c4core.games import load
+    from c4core.tracking.store import Tracking
+    from c4core.tracking.uris import load_checkpoint
+
+    ckpt, name = load_checkpoint(
+        Tracking.for_uri(uri), f"models:/dots-and-boxes-3x3/{versions['gen2'].version}"
+    )
+    game = load("dots-and-boxes-3x3")
+    state = game.state_from_moves("h0,0 v0,0 h1,0")
+    assert state.lines >> ckpt.player(name).act_position(state) & 1 == 0  # an undrawn line
+
+
 @pytest.mark.slow
 def test_a_league_started_from_airflow_and_the_cli_at_once_runs_once(migrated: Path, tmp_path: Path) -> None:
     from c4core.tracking.lease import Lease

@@ -28,6 +28,7 @@ from c4core.config import (
     NetConfig,
     SearchConfig,
     generation_of,
+    league_config,
     profile,
     role_of,
 )
@@ -625,3 +626,14 @@ def test_an_alphazero_generation_trains_on_two_ranks_and_resumes(
     monkeypatch.setattr(learners, "train_alphazero", _forbid)
     monkeypatch.setattr(league, "play_match", _forbid)
     assert run_league(store, AZ_RANKED).fit.ratings == final.fit.ratings
+
+
+def test_a_dots_and_boxes_4x4_league_trains_plays_its_bots_and_rates_them(tmp_path: Path) -> None:
+    """The 4x4 variant in-process: a snapshot trained on the 40-line board, matched against
+    `random` and `greedy`, and rated with them."""
+    config = league_config("smoke", "d4", game="dots-and-boxes-4x4", generations=1, iterations=1, games=16)
+    final = run_league(LocalStore(tmp_path / "d4"), config)
+    ckpt = LocalStore(tmp_path / "d4").snapshot(1)
+    assert ckpt is not None and ckpt.game.num_actions == 40 and config.bots == ("random", "greedy")
+    assert {_pair(m) for m in final.matches} == {frozenset({"gen1", "random"}), frozenset({"gen1", "greedy"})}
+    assert set(final.fit.ratings) == {"gen1", "random", "greedy"} and final.fit.ratings["random"] == 0.0
