@@ -206,7 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="play a match between two players")
     m.add_argument(
-        "a", help="random, tactical, lookahead, perfect, a checkpoint .pt, or models:/connect4@champion"
+        "a",
+        help="a bot of the game (random; tactical, lookahead; greedy, defensive, heuristic, mcts<N>; "
+        "perfect), a checkpoint .pt, or models:/connect4@champion (+mcts<N> searches a network)",
     )
     m.add_argument("b", help="the other player")
     m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")

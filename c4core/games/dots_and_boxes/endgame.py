@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from c4core.games.dots_and_boxes.kernels import closes
 from c4core.games.dots_and_boxes.rules import DRAWN_LINE, Boxes, DotsState, popcount
 
 EXACT, LOWER, UPPER = 0, 1, 2
@@ -34,16 +35,6 @@ FIBONACCI = -7046029254386353131
 """2^64 / golden ratio (0x9E3779B97F4A7C15) as a signed int64: Fibonacci hashing of a line set
 into the table (Knuth)."""
 """The default node budget of one `EndgameSolver.value` call."""
-
-
-@njit(cache=True)
-def _closes(after: np.int64, line: np.int64, line_boxes: np.ndarray, box_masks: np.ndarray) -> np.int64:
-    n = 0
-    for k in range(2):
-        b = line_boxes[line, k]
-        if b >= 0 and after & box_masks[b] == box_masks[b]:
-            n += 1
-    return n
 
 
 @njit(cache=True)
@@ -97,7 +88,7 @@ def _negamax(
         bit = np.int64(1) << a
         if lines & bit:
             continue
-        taken = _closes(lines | bit, a, line_boxes, box_masks)
+        taken = closes(lines, a, line_boxes, box_masks)
         sides = (line_boxes[a, 0] >= 0) + (line_boxes[a, 1] >= 0)
         if taken > 0 and taken == sides:
             return taken + _negamax(
@@ -111,7 +102,7 @@ def _negamax(
             if lines & bit:
                 continue
             after = lines | bit
-            taken = _closes(after, a, line_boxes, box_masks)
+            taken = closes(lines, a, line_boxes, box_masks)
             kind = 0 if taken > 0 else (1 if _third_sides(lines, a, line_boxes, box_masks) == 0 else 2)
             if kind != phase:
                 continue

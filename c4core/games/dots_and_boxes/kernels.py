@@ -1,5 +1,6 @@
 """Compiled Dots and Boxes: plain Monte Carlo tree search with random rollouts, the `mcts<N>`
-baseline bots, in numba so that a 400-game match against them stays short.
+baseline bots, in numba so that a 400-game match against them stays short; its `closes`, the
+boxes a line completes, serves the endgame search (`endgame`) too.
 
 One search is UCT (Kocsis and Szepesvari 2006) on the line bitboard of `rules`: from the root,
 each simulation descends by UCB1 (the mean result of a child from the view of the player who
@@ -20,7 +21,7 @@ from numba import njit
 
 
 @njit(cache=True)
-def _closes(lines: np.int64, line: np.int64, line_boxes: np.ndarray, box_masks: np.ndarray) -> np.int64:
+def closes(lines: np.int64, line: np.int64, line_boxes: np.ndarray, box_masks: np.ndarray) -> np.int64:
     """The boxes that drawing `line` onto `lines` completes (0, 1 or 2)."""
     after = lines | (np.int64(1) << line)
     n = 0
@@ -56,7 +57,7 @@ def _rollout(
     margin, sign = 0, 1
     while lines != full:
         line = _random_line(lines, n_lines)
-        taken = _closes(lines, line, line_boxes, box_masks)
+        taken = closes(lines, line, line_boxes, box_masks)
         lines |= np.int64(1) << line
         margin += sign * taken
         if taken == 0:
@@ -103,7 +104,7 @@ def search(
                 line = untried[np.random.randint(k)]
                 child = count
                 count += 1
-                taken = _closes(here, line, line_boxes, box_masks)
+                taken = closes(here, line, line_boxes, box_masks)
                 node_lines[child] = here | (np.int64(1) << line)
                 gain[child] = taken
                 children[node, line] = child
