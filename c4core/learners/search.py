@@ -53,6 +53,7 @@ a player who moves twice in a row (Dots and Boxes) is handled like any other.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -95,7 +96,8 @@ class EvaluationCache:
         self.table: dict[bytes, tuple[torch.Tensor, float]] = {}
         self.hits = self.misses = 0
 
-    def parameters(self):  # noqa: ANN201 - the search finds the device through it
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
+        """The network's: the search finds the device through them."""
         return self.net.parameters()
 
     def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:

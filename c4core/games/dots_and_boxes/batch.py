@@ -88,11 +88,8 @@ class DotsBoards:
         """[n, lines] int64: for each legal line that takes no box, the boxes the opponent then
         takes by taking every box it can, one after another (the chain or loop it opens: 0 for a
         safe line); 0 on drawn lines, lines that take a box, and in finished games."""
-        legal, out = (
-            self.legal(),
-            torch.zeros(len(self), self.boxes.lines, dtype=torch.int64, device=self.device),
-        )
-        quiet = legal & (self.captures() == 0)
+        out = torch.zeros(len(self), self.boxes.lines, dtype=torch.int64, device=self.device)
+        quiet = self.legal() & (self.captures() == 0)
         before = self.completed(self.lines)
         for line in range(self.boxes.lines):
             rows = torch.nonzero(quiet[:, line]).squeeze(1)

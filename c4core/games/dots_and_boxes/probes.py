@@ -54,18 +54,16 @@ def third_sides(state: DotsState, line: int) -> int:
 
 def taken_in_a_row(state: DotsState) -> int:
     """The boxes the player to move takes by completing boxes while it can."""
-    start, total = state, 0
+    start = state
     while not state.is_terminal and (takes := [a for a in state.legal_actions() if gained(state, a)]):
         state = state.apply(takes[0])
-    for p in (0, 1):
-        total += popcount(state.owned[p]) - popcount(start.owned[p])
-    return total
+    return sum(map(popcount, state.owned)) - sum(map(popcount, start.owned))
 
 
 def tag_of(state: DotsState, values: Sequence[int]) -> str | None:
     """The principle that decides `state`, given each line's exact value for the mover (module
     docstring), or None."""
-    legal = [a for a in state.legal_actions()]
+    legal = state.legal_actions()
     best = max(values[a] for a in legal)
     optimal = [a for a in legal if values[a] == best]
     if len(optimal) == len(legal):

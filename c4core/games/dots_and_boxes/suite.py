@@ -1,7 +1,8 @@
 """A solver-labelled suite of Dots and Boxes positions, made on the spot, and a player's score on it.
 
-Positions come from uniformly random play, an equal share at each count of drawn lines in a
-range (`DRAWN`: 3 to 22 on 3x3), and each is labelled with every legal line's exact value for the
+Positions come from uniformly random play (on 4x4 from the strategy probes' mixed policy, since
+random play's 4x4 endgames are mostly boxes to collect), an equal share at each count of drawn
+lines in a range (`DRAWN`: 3 to 22 on 3x3), and each is labelled with every legal line's exact value for the
 mover: by the retrograde table on boards it takes (`solver`: 3x3 boxes and smaller), and on 4x4
 by the endgame search (`endgame`), so there the suite is of *endgame probes*, positions with at
 most 24 lines left. Only positions where the choice of line matters are kept: some line is worth
@@ -24,8 +25,7 @@ import torch
 
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.endgame import EndgameSolver
-from c4core.games.dots_and_boxes.probes import TAGS, Probe, make_probes
-from c4core.games.dots_and_boxes.probes import mixed_move as endgame_move
+from c4core.games.dots_and_boxes.probes import TAGS, Probe, make_probes, mixed_move
 from c4core.games.dots_and_boxes.rules import DRAWN_LINE, MAX_LINES, DotsState
 from c4core.games.dots_and_boxes.solver import DotsSolver
 from c4core.games.players import Player
@@ -87,7 +87,7 @@ def make_suite(game: DotsAndBoxes, positions: int = 1200, seed: int = 0) -> tupl
             state = DotsState(boxes)
             for _ in range(depth):
                 state = state.apply(
-                    endgame_move(state, rng) if searched else int(rng.choice(state.legal_actions()))
+                    mixed_move(state, rng) if searched else int(rng.choice(state.legal_actions()))
                 )
             name = (state.lines, state.margin(), state.current_player())
             if state.is_terminal or name in seen:
