@@ -217,9 +217,22 @@ def _paths(config: Any, prefix: str = "") -> set[str]:
     return out
 
 
+def _new_at_default(config: Any, prefix: str = "") -> set[str]:
+    """The paths of the fields marked `NEW` that hold their default."""
+    out = set()
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if f.metadata.get("key") == NEW["key"] and value == f.default:
+            out.add(prefix + f.name)
+        elif is_dataclass(value):
+            out |= _new_at_default(value, prefix + f.name + ".")
+    return out
+
+
 def test_the_key_is_every_field_less_the_one_exclusion_set_plus_the_schema() -> None:
     """One rule: a league's key holds every field of its config (nested ones field by field)
-    except those `unkeyed` names, each of which is a real field, and the schema's version."""
+    except those `unkeyed` names, each of which is a real field, and the fields added since the
+    schema (`NEW`) while they hold their default; plus the schema's version."""
     for cfg in (
         SMOKE,
         MIXED,
@@ -241,7 +254,16 @@ def test_the_key_is_every_field_less_the_one_exclusion_set_plus_the_schema() -> 
         kept = leaves({k: v for k, v in key.items() if k != "schema"})
         dropped = {p for p in _paths(cfg) if any(p == s or p.startswith(s + ".") for s in skip)}
         nested = {p for p in _paths(cfg) if any(q.startswith(p + ".") for q in _paths(cfg))}
-        assert kept == _paths(cfg) - dropped - nested
+        new = _new_at_default(cfg)
+        assert kept == _paths(cfg) - dropped - nested - new
+        assert "alphazero.evaluation_cache" in new
+
+
+def test_a_new_field_set_joins_the_key() -> None:
+    cached = replace(profile("cpu"), alphazero=replace(profile("cpu").alphazero, evaluation_cache=1000))
+    assert training_key(cached)["alphazero"]["evaluation_cache"] == 1000
+    assert "evaluation_cache" not in training_key(profile("cpu"))["alphazero"]
+    assert cached.training_hash() != profile("cpu").training_hash()
 
 
 @dataclass(frozen=True)
