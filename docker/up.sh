@@ -105,6 +105,11 @@ for component in api-server scheduler dag-processor; do
     pids+=($!)
 done
 if [[ "$MLFLOW_TRACKING_URI" == sqlite:///* ]]; then
+    # the store made or migrated first, once, under the lock the leagues take (a fresh store's
+    # migration by the UI once raced another and failed on a table that already existed)
+    python -c 'import sys; from c4core.tracking.store import Tracking; Tracking.for_uri(sys.argv[1]).client()' \
+        "$MLFLOW_TRACKING_URI" >"$logs/mlflow-migrate.log" 2>&1 \
+        || { tail -30 "$logs/mlflow-migrate.log" >&2; echo "the MLflow store could not be migrated" >&2; exit 1; }
     # the UI on the same embedded store the DAG writes to, with only what this project uses
     mapfile -t mlflow_env < <(grep -Ev '^[[:space:]]*(#|$)' "$repo/docker/mlflow-ui.env")
     setsid env "${mlflow_env[@]}" mlflow ui --backend-store-uri "$MLFLOW_TRACKING_URI" --host 127.0.0.1 \

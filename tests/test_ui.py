@@ -63,7 +63,11 @@ REST_MODEL = "connect3-4x4"
 require_chromium()
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
@@ -235,6 +239,26 @@ def until(driver: webdriver.Chrome, check: Callable[[Any], Any], what: str, time
         driver, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
     )
     return wait.until(check, f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def open_group(driver: webdriver.Chrome, group: str, child: str, tries: int = 3) -> None:
+    """Open a task group of the grid until its `child` task's cell shows. A click can land while
+    the grid re-renders (after the previous group opened) and be lost, and the grid remembers open
+    groups across visits, so the child's cell is the check, not the click."""
+    toggle = f"[aria-label='Toggle group'][data-group-id={group}]"
+    cell = f"a[id$='-{child}']"
+
+    def shown(d: webdriver.Chrome) -> list[WebElement]:
+        return d.find_elements(By.CSS_SELECTOR, cell)
+
+    for _ in range(tries):
+        if shown(driver):
+            return
+        with contextlib.suppress(StaleElementReferenceException, TimeoutException):
+            found = until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, toggle), f"{group} in the grid")
+            found[0].click()
+            until(driver, shown, f"{child} in the grid", timeout=10)
+    until(driver, shown, f"{child} in the open group {group}")
 
 
 def screenshot(driver: webdriver.Chrome, name: str, size: tuple[int, int] | None = None) -> Path:
@@ -448,19 +472,7 @@ def test_a_smoke_league_triggered_from_the_form_succeeds(
     # the grid of the finished run, its first three groups open
     browser.get(f"{stack.airflow}/dags/{DAG_ID}/runs/{urllib.parse.quote(league)}")
     for g in (1, 2, 3):
-        toggle = until(
-            browser,
-            lambda d, g=g: d.find_elements(
-                By.CSS_SELECTOR, f"[aria-label='Toggle group'][data-group-id=generation_{g}]"
-            ),
-            f"generation_{g} in the grid",
-        )[0]
-        toggle.click()
-    until(
-        browser,
-        lambda d: d.find_elements(By.XPATH, "//*[normalize-space(text())='register_and_promote']"),
-        "the open groups",
-    )
+        open_group(browser, f"generation_{g}", f"generation_{g}.pick_opponents")
     time.sleep(1)  # the grid's cells render after the rows
     screenshot(browser, "airflow-grid")
 
