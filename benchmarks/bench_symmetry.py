@@ -73,7 +73,7 @@ def run_arm(args: argparse.Namespace) -> None:
             "seconds": round(seconds, 1),
             "keeps_value": round(scores["suite/keeps_value"], 4),
             "keeps_outcome": round(scores["suite/keeps_outcome"], 4),
-            f"vs_{args.bot}": round((r.total.win + r.total.draw / 2) / 200, 4),
+            f"vs_{args.bot}": round(r.total.score, 4),
         }
         print(json.dumps(row), flush=True)
 
@@ -89,7 +89,9 @@ def run_arm(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--game", default="dots-and-boxes-3x3")
+    # the suite is Dots and Boxes' (`SeededSuite`), made on the spot for the board
+    boards = ("dots-and-boxes-3x3", "dots-and-boxes-4x4")
+    p.add_argument("--game", choices=boards, default=boards[0])
     p.add_argument("--learner", choices=("ppo", "alphazero"), default="ppo")
     p.add_argument("--start", default=None, help="a checkpoint to continue (default: a fresh net)")
     p.add_argument("--iterations", type=int, default=50)
