@@ -9,12 +9,15 @@ Three steps, each a subcommand::
     # 1. the base: a finished cpu-profile league, copied from MLflow into a folder
     python benchmarks/ablation.py base --tracking-uri sqlite:///$PWD/mlruns/mlflow.db \\
         --league default --out /tmp/ablation/base
+    #    or its six PPO generations run straight into a folder (the arms need no more)
+    c4 league --profile cpu --generations 6 --name base --dir /tmp/ablation --no-suite
     # 2. one arm: the cpu-az recipe's AlphaZero generations from that base, for --minutes of
     #    wall time (the generation running when time is up is cut off and not counted)
     python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
-    # 3. every arm's AlphaZero generations on the dev suite (raw and with 256 simulations, all
-    #    counted positions and plies 4-10), the final champions and the newest snapshots head to
-    #    head (400 games each), and each exploiter arm's exploitability
+    # 3. every arm's AlphaZero generations and the base's last PPO snapshot on the dev suite (raw
+    #    and with 256 simulations, all counted positions and plies 4-10; --jobs processes), the
+    #    final champions and the newest snapshots head to head (400 games each), and each
+    #    exploiter arm's exploitability
     python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
     python benchmarks/ablation.py evaluate --out /tmp/ablation share merge anneal average q75 levers
 
@@ -164,43 +167,67 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    """The suite per AlphaZero generation, the champions head to head, the exploitability."""
+def _suite_row(folder: str, generation: int, suite_path: str) -> dict[str, Any]:
+    """One snapshot's dev-suite row, raw and with 256 simulations (a worker of `evaluate`)."""
     import torch
 
-    from c4core.config import generation_of
-    from c4core.evaluation.match import play_match
-    from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite
-    from c4core.league.members import champion, exploitability, fit_ratings
+    from c4core.games.connect4.suite import evaluate_suite, load_suite
     from c4core.league.store import LocalStore
     from c4core.learners.net import NetPlayer
     from c4core.learners.search import SearchPlayer
 
     torch.set_num_threads(1)
-    suite = load_suite(args.suite or default_suite_path())
+    suite = load_suite(suite_path)
+    net = LocalStore(Path(folder)).snapshot(generation).build("cpu")
+    raw = evaluate_suite(NetPlayer(net, name=f"gen{generation}"), suite)
+    searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name=f"gen{generation}"), 256), suite)
+    return {
+        "generation": generation,
+        "raw": round(raw.total.keeps_rate, 4),
+        "mcts256": round(searched.total.keeps_rate, 4),
+        "raw_ply_4_10": round(raw.buckets["ply_4_10"].keeps_rate, 4),
+        "mcts256_ply_4_10": round(searched.buckets["ply_4_10"].keeps_rate, 4),
+    }
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """The suite per AlphaZero generation, the champions head to head, the exploitability."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+
+    from c4core.config import generation_of
+    from c4core.evaluation.match import play_match
+    from c4core.games.connect4.suite import default_suite_path
+    from c4core.league.members import champion, exploitability, fit_ratings
+    from c4core.league.store import LocalStore
+    from c4core.learners.net import NetPlayer
+
+    torch.set_num_threads(1)
+    suite_path = str(args.suite or default_suite_path())
     out: dict[str, Any] = {"arms": {}}
     champions: dict[str, NetPlayer] = {}
     newest: dict[str, NetPlayer] = {}
+    # every snapshot's suite rows first, on --jobs processes: the searched suite is the slow part
+    jobs = {}
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        start = arm_config(args.arms[0]).alphazero_from - 1  # the base's last PPO snapshot, in every arm
+        jobs["start", start] = pool.submit(_suite_row, str(Path(args.out) / args.arms[0]), start, suite_path)
+        for arm in args.arms:
+            folder = Path(args.out) / arm
+            g = arm_config(arm).alphazero_from
+            while LocalStore(folder).snapshot(g) is not None:
+                jobs[arm, g] = pool.submit(_suite_row, str(folder), g, suite_path)
+                g += 1
+        rows_of = {key: job.result() for key, job in jobs.items()}
+    out["start"] = rows_of.pop(("start", start))
     for arm in args.arms:
         config = arm_config(arm)
         store = LocalStore(Path(args.out) / arm)
         results = store.results()
-        rows = []
-        g = config.alphazero_from
-        while (ckpt := store.snapshot(g)) is not None:
-            net = ckpt.build("cpu")
-            raw = evaluate_suite(NetPlayer(net, name=f"gen{g}"), suite)
-            searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name=f"gen{g}"), 256), suite)
-            rows.append(
-                {
-                    "generation": g,
-                    "raw": round(raw.total.keeps_rate, 4),
-                    "mcts256": round(searched.total.keeps_rate, 4),
-                    "raw_ply_4_10": round(raw.buckets["ply_4_10"].keeps_rate, 4),
-                    "mcts256_ply_4_10": round(searched.buckets["ply_4_10"].keeps_rate, 4),
-                }
-            )
-            g += 1
+        rows = [row for (a, _), row in sorted(rows_of.items()) if a == arm]
+        g = config.alphazero_from + len(rows)
         fit = fit_ratings(results)
         best = champion(fit)
         champions[arm] = NetPlayer(store.snapshot(generation_of(best)).build("cpu"), name=f"{arm}:{best}")
@@ -246,6 +273,7 @@ def main() -> int:
     e = sub.add_parser("evaluate", help="score every arm")
     e.add_argument("--out", required=True)
     e.add_argument("--suite", default=None)
+    e.add_argument("--jobs", type=int, default=2, help="processes scoring snapshots (default: 2)")
     e.add_argument("arms", nargs="+", choices=list(ARMS))
     args = p.parse_args()
     return {"base": cmd_base, "arm": cmd_arm, "_run": cmd_run, "evaluate": cmd_evaluate}[args.cmd](args)
