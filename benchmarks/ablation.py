@@ -1,8 +1,9 @@
 """Ablations at equal wall time, every arm continuing from one `cpu`-profile league: the roles
 ablation (AlphaZero-style generations as they are, with the league share, with a main exploiter,
 and with both) and the sample-efficiency levers (the `cpu-az` recipe as it is, arm `share`, then
-with one lever each, and with all of them: `AlphaZeroConfig.merge_duplicates`,
-`learning_rate_final`, `average_iterations` and a `q_weight` towards the search's value).
+with one lever each, with all of them, and with the three whose suite scores rose alone,
+`together`: `AlphaZeroConfig.merge_duplicates`, `learning_rate_final`, `average_iterations` and a
+`q_weight` towards the search's value).
 
 Three steps, each a subcommand::
 
@@ -20,6 +21,7 @@ Three steps, each a subcommand::
     #    exploiter arm's exploitability
     python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
     python benchmarks/ablation.py evaluate --out /tmp/ablation share merge anneal average q75 levers
+    python benchmarks/ablation.py evaluate --out /tmp/ablation/rerun share together
 
 The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe; the seed,
 the net, the PPO recipe and the rest of the AlphaZero recipe (the `cpu-az` profile's) are the
@@ -60,6 +62,11 @@ ARMS: dict[str, dict[str, Any]] = {
     "average": {"roles": MAIN, "alphazero": {"average_iterations": LEVERS["average_iterations"]}},
     "q75": {"roles": MAIN, "alphazero": {"q_weight": LEVERS["q_weight"]}},
     "levers": {"roles": MAIN, "alphazero": LEVERS},
+    # the levers whose suite scores rose alone (annealing's fell), together
+    "together": {
+        "roles": MAIN,
+        "alphazero": {k: v for k, v in LEVERS.items() if k != "learning_rate_final"},
+    },
 }
 """Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 

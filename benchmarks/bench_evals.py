@@ -7,9 +7,9 @@ Each round, for each precision (the order alternating between rounds), on one to
 1. one AlphaZero-style self-play iteration of the `cpu` recipe from the checkpoint (one rank, no
    league games, no solver rescoring), with the net's `evaluate` wrapped to count the positions
    it evaluates and the seconds spent inside it;
-2. the ceiling: every tenth batch that self-play evaluated, forwarded again back to back by the
-   same net. Its positions a second are what one core gives that net at those batch sizes, with
-   nothing else to do.
+2. the ceiling: every tenth batch that self-play evaluated (the forward's own inputs, kept by a
+   forward pre-hook), forwarded again back to back by the same net. Its positions a second are
+   what one core gives that net at those batch sizes, with nothing else to do.
 Prints one JSON line per round and precision, and the medians.
 """
 
@@ -42,22 +42,30 @@ def one_round(checkpoint: Checkpoint, precision: str, games: int, seed: int) -> 
     evaluate = net.evaluate
     counted = {"positions": 0, "calls": 0, "seconds": 0.0}
     kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+    keep_next = [False]
+
+    def keep_inputs(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+        # the forward's own inputs, so keeping a batch costs no observation built again
+        if keep_next[0]:
+            kept.append((inputs[0], inputs[1]))
+            keep_next[0] = False
 
     def counting(boards: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
+        keep_next[0] = counted["calls"] % KEEP_EVERY == 0
         start = time.perf_counter()
         out = evaluate(boards)
         counted["seconds"] += time.perf_counter() - start
         counted["positions"] += len(out[1])
-        if counted["calls"] % KEEP_EVERY == 0:
-            kept.append((boards.observation(), boards.legal()))
         counted["calls"] += 1
         return out
 
     net.evaluate = counting  # type: ignore[method-assign]  # the search calls it through the instance
+    hook = net.register_forward_pre_hook(keep_inputs)
     recipe = replace(PROFILES["cpu"].alphazero, games=games, ranks=1, solve_from=0, league_share=0.0)
     start = time.perf_counter()
     self_play(net, recipe, torch.Generator().manual_seed(seed), checkpoint.game)
     selfplay_s = time.perf_counter() - start
+    hook.remove()
     start = time.perf_counter()
     with torch.no_grad():
         for observation, legal in kept:

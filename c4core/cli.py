@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from c4core.config import MAIN_LEARNERS, TABULAR_LEARNERS, TABULAR_MOVES
+from c4core.config import MAIN_LEARNERS, TABULAR_LEARNERS, TABULAR_MOVES, VALUE_TARGETS
 from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
@@ -149,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the main agent's learner: ppo (the default; the profile's AlphaZero-style generations "
         "follow it), or q-learning or sarsa, a table of every position, for games of at most "
         f"{TABULAR_MOVES} moves (--game connect3-4x4)",
+    )
+    lg.add_argument(
+        "--value-target",
+        choices=VALUE_TARGETS,
+        help="what the net's value head learns: outcome (win, draw or loss) or margin (the result "
+        "graded by how much it was won by; Dots and Boxes' box difference) (default: the profile's)",
     )
     lg.add_argument(
         "--ranks",
@@ -422,6 +428,7 @@ def cmd_league(args: argparse.Namespace) -> int:
         seed=args.seed,
         roles=args.roles,
         learner=args.learner,
+        value_target=args.value_target,
         ranks=args.ranks,
         precision=args.precision,
         native_bfloat16=native_bfloat16(),

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from c4core.games import VARIANTS, Game, load, solvable
+from c4core.games import VARIANTS, Game, has_margin, load, solvable
 
 KEY_SCHEMA = 2
 """The version of the training key's rule (`training_key`), hashed with the fields: a new rule
@@ -116,6 +116,9 @@ class SearchConfig:
 PRECISIONS = ("float32", "bfloat16")
 """What a net's trunk can compute in (`NetConfig.precision`)."""
 
+VALUE_TARGETS = ("outcome", "margin")
+"""What a net's value head can learn (`NetConfig.value_target`)."""
+
 AUTO_PRECISION = "auto"
 """The precision a user asks for by default (`league_config`): the profile's, except that a
 CPU without native bfloat16 computes a bfloat16 profile in float32."""
@@ -144,11 +147,25 @@ class NetConfig:
     AMX or AVX-512 BF16 the bfloat16 trunk made a PPO iteration of the cpu recipe about 3x
     faster (docs/BENCHMARKS.md); elsewhere it is emulated, and slow (`league_config`)."""
 
+    value_target: str = field(default="outcome", metadata=NEW)
+    """What the value head learns, and so what the search backs up and proves: ``"outcome"``,
+    the game's result (win +1, draw 0, loss -1), or ``"margin"``, the result graded by how much
+    it was won by, for a game that has one (`c4core.games.has_margin`: Dots and Boxes' box
+    difference over its boxes), so that of two winning moves the net prefers the one that wins
+    more, as the solver's value does. Both learners train on it (PPO's reward, the
+    AlphaZero-style learner's outcome z, search values and exact rescoring), and it travels
+    with every snapshot, so its search in matches and serving backs up the same values. Matches
+    and Elo score the outcome either way."""
+
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
             raise ValueError(f"bad network size: {self}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown net precision {self.precision!r}: choose from {', '.join(PRECISIONS)}")
+        if self.value_target not in VALUE_TARGETS:
+            raise ValueError(
+                f"unknown value target {self.value_target!r}: choose from {', '.join(VALUE_TARGETS)}"
+            )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> NetConfig:
@@ -479,6 +496,10 @@ class LeagueConfig:
                 f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from "
                 "and probe_from must be 0"
             )
+        if self.net.value_target == "margin" and not has_margin(self.board):
+            raise ValueError(
+                f"{self.board.title} has no margin to learn: the net's value_target must be 'outcome'"
+            )
         if self.game != "connect4" and not self.net.threat_planes:
             raise ValueError("threat_planes=False blanks Connect Four's threat planes: other games keep them")
         if self.main_learner not in MAIN_LEARNERS:
@@ -761,6 +782,7 @@ def league_config(
     cols: int | None = None,
     connect: int | None = None,
     learner: str | None = None,
+    value_target: str | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
@@ -769,7 +791,8 @@ def league_config(
     ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
     for that game, and a board without an exact solver (`c4core.games.solvable`) drops the
     profile's solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
-    trains every generation (no AlphaZero-style ones). A precision of None or ``"auto"`` keeps
+    trains every generation (no AlphaZero-style ones). `value_target` is what the net's value
+    head learns (`NetConfig.value_target`). A precision of None or ``"auto"`` keeps
     the profile's, but a bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
     emulated, it is several times slower, not faster. A ValueError names a
@@ -783,6 +806,7 @@ def league_config(
         "main_learner": learner,
         # a table learns alone: the profile's AlphaZero-style generations follow PPO, not it
         "alphazero_from": 0 if learner in TABULAR_LEARNERS else None,
+        "net": {"value_target": value_target} if value_target is not None else None,
     }
     board = {k: v for k, v in (("rows", rows), ("cols", cols), ("connect", connect)) if v is not None}
     if game is not None or board:

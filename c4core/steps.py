@@ -64,6 +64,7 @@ SPEC_KEYS = (
     "precision",
     "game",
     "learner",
+    "value_target",
 )
 """The keys of a resolved spec: the DAG's params, less the executor."""
 _NUMBERS = ("generations", "iterations", "games", "match_games")
@@ -99,6 +100,7 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     config = _config(spec, "cpu")
     spec["game"] = config.variant
     spec["learner"] = config.main_learner
+    spec["value_target"] = config.net.value_target
     spec["generations"] = config.generations
     spec["roles"] = list(config.roles)
     # "auto" is resolved once, here, so that every task of the generation, and its pods, train
@@ -123,6 +125,7 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
         native_bfloat16=native_bfloat16(),
         game=spec.get("game") or None,
         learner=spec.get("learner") or None,
+        value_target=spec.get("value_target") or None,
         **settings,
     )
 

@@ -41,6 +41,7 @@ from c4core.config import (  # config imports neither torch nor mlflow
     PRECISIONS,
     ROLES,
     TABULAR_MOVES,
+    VALUE_TARGETS,
 )
 
 DAG_ID = "connect4_league"
@@ -114,6 +115,16 @@ PARAMS = {
         "generations follow it), or `q-learning` or `sarsa`, a table of every position, by "
         f"self-play. A table needs a game of at most {TABULAR_MOVES} moves: choose the game "
         "`connect3-4x4` with it.",
+    ),
+    "value_target": Param(
+        "outcome",
+        type="string",
+        enum=list(VALUE_TARGETS),
+        title="Value target",
+        description_md="What the net's value head learns: `outcome`, the game's result (win, draw or "
+        "loss), or `margin`, the result graded by how much it was won by, which only Dots and Boxes "
+        "has (its box difference over its boxes): of two winning moves the net then prefers the one "
+        "that wins more.",
     ),
     "generations": Param(
         None,

@@ -59,9 +59,12 @@ def agree_with_openspiel(
     return seen
 
 
-def dots_movers_and_results(observations: Any, games: int) -> tuple[np.ndarray, np.ndarray]:
+def dots_movers_and_results(
+    observations: Any, games: int, margin: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Who moved at each decision of `games` Dots and Boxes games played side by side from the
-    empty board, and each decision's result for its mover (+1, 0, -1), read back from the
+    empty board, and each decision's result for its mover (+1, 0, -1; with `margin` its margin
+    return, the final box difference over the boxes), read back from the
     observations alone: decision ``t * games + i`` is game i's t-th move (every game draws every
     line, so each step holds one decision of every game). An observation shows the mover's boxes
     (plane 1) and the opponent's (plane 2); a move that takes no box passes the turn, and the last
@@ -77,6 +80,7 @@ def dots_movers_and_results(observations: Any, games: int) -> tuple[np.ndarray, 
         movers[t] = np.where(kept, movers[t - 1], 1 - movers[t - 1])
     boxes = obs.shape[-1] // 2 * (obs.shape[-2] // 2)  # the grid is 2R+1 by 2C+1
     last = mine[-1] + (boxes - total[-1]) - theirs[-1]  # the last mover's final margin
-    first = np.sign(np.where(movers[-1] == 0, last, -last))  # the first player's result
+    first = np.where(movers[-1] == 0, last, -last)  # the first player's margin
+    first = first / boxes if margin else np.sign(first)
     results = np.where(movers == 0, first, -first)
     return movers.reshape(-1), results.reshape(-1)

@@ -577,10 +577,12 @@ def test_a_config_for_two_ranks_does_not_train_alone() -> None:
 DOTS = load("dots_and_boxes", rows=2, cols=2)
 
 
-def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
+@pytest.mark.parametrize("value_target", ["outcome", "margin"])
+def test_self_play_on_dots_and_boxes_targets_each_movers_outcome(value_target: str) -> None:
     """On Dots and Boxes a sample's player is whoever is to move, twice in a row after a box,
-    and with q_weight 0 an unproven value target is the game's outcome for that player: both
-    checked against the movers and results replayed from the observations."""
+    and with q_weight 0 an unproven value target is the game's outcome for that player (its
+    margin return for a net that learns margins): both checked against the movers and results
+    replayed from the observations."""
     games = 4
     cfg = overridden(
         TINY,
@@ -593,11 +595,11 @@ def test_self_play_on_dots_and_boxes_targets_each_movers_outcome() -> None:
         },
     )
     torch.manual_seed(SEED)
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, value_target=value_target), DOTS)
     samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
     assert len(samples) == games * DOTS.num_actions and stats["selfplay/plies"] == DOTS.num_actions
     assert samples.observation.shape[1:] == DOTS.observation_shape
-    movers, results = dots_movers_and_results(samples.observation, games)
+    movers, results = dots_movers_and_results(samples.observation, games, margin=value_target == "margin")
     assert torch.equal(samples.player, torch.from_numpy(movers))
     assert not torch.equal(samples.player, samples.ply % 2)  # a box was taken: not alternation
     unproven = ~samples.proven
@@ -630,6 +632,28 @@ def test_rescoring_takes_each_late_positions_exact_result_from_the_games_own_sol
     net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
     samples, stats = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
     assert stats["selfplay/solved"] == 1.0 and bool(samples.proven[samples.ply >= 5].all())
+
+
+def test_rescoring_a_net_that_learns_margins_takes_the_exact_margin() -> None:
+    """For a net whose value is the margin return, rescoring gives each late decision perfect
+    play's final box difference over the boxes for its mover, the exhaustive minimax of the
+    margin: the sign of the outcome, graded."""
+    rng = np.random.default_rng(SEED)
+    late = []
+    while len(late) < 30:
+        state = DOTS.new_state()
+        for _ in range(int(rng.integers(5, DOTS.num_actions))):
+            state = state.apply(int(rng.choice(state.legal_actions())))
+        late.append(state)
+    ply = torch.tensor([s.ply for s in late])
+    solver = solver_for(DOTS, TINY)
+    margins = _rescore(solver, ply, 5, late, margin=True)
+    outcomes = _rescore(solver, ply, 5, late)
+    for state, value in zip(late, margins.tolist(), strict=True):
+        mover = 1 if state.current_player() == 0 else -1
+        assert value == pytest.approx(mover * first_player_value(state, lambda s: s.margin_returns()[0]))
+    assert torch.equal(torch.sign(margins), outcomes)
+    assert bool(((margins.abs() > 0) & (margins.abs() < 1)).any())  # some are graded
 
 
 def test_a_board_without_a_solver_refuses_rescoring() -> None:

@@ -252,6 +252,14 @@ def test_a_bad_precision_is_a_usage_error(capsys, tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_a_margin_value_target_for_a_game_without_margins_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    league = ("league", "--profile", "smoke", "--dir", str(tmp_path), "--value-target")
+    rc, out, err = run(capsys, *league, "margin")
+    assert_one_line_error(rc, out, err, "league", "Connect Four has no margin to learn")
+    assert not list(tmp_path.iterdir())
+    assert_argparse_error(*run(capsys, *league, "score"), "league", "--value-target")
+
+
 def test_opening_plies_too_long_is_a_usage_error(capsys) -> None:
     rc, out, err = run(capsys, "match", "random", "random", "--opening-plies", "42")
     assert_one_line_error(rc, out, err, "match", "opening_plies")

@@ -488,6 +488,21 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
         replace(dots, net=replace(dots.net, threat_planes=False))
 
 
+def test_a_margin_value_target_needs_a_game_with_margins_and_changes_the_key_alone() -> None:
+    """The default (the outcome) leaves every key as it was; the margin is a new recipe, for a
+    game that grades its results, and reads back from its dict."""
+    dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
+    assert dots.net.value_target == "outcome" and "value_target" not in training_key(dots)["net"]
+    margin = league_config("cpu", "d", game="dots-and-boxes-3x3", value_target="margin")
+    assert margin.net.value_target == "margin" and margin.training_hash() != dots.training_hash()
+    assert margin == replace(dots, net=replace(dots.net, value_target="margin"))
+    assert LeagueConfig.from_dict(margin.to_dict()) == margin
+    with pytest.raises(ValueError, match="Connect Four has no margin to learn"):
+        league_config("cpu", "c", value_target="margin")
+    with pytest.raises(ValueError, match="unknown value target 'score': choose from outcome, margin"):
+        league_config("cpu", "d", game="dots-and-boxes-3x3", value_target="score")
+
+
 def test_naming_the_standard_game_is_the_default_league_and_reads_configs_from_before_the_field() -> None:
     """Naming Connect Four is the league of no game named, and a config written before leagues
     had a game reads back as Connect Four's."""

@@ -178,6 +178,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "precision",
         "game",
         "learner",
+        "value_target",
     }
     assert set(dag.params) == expected
     for name in expected:
@@ -195,6 +196,8 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     assert dag.params.get_param("game").value == "connect4"
     assert dag.params.get_param("learner").schema["enum"] == ["ppo", "q-learning", "sarsa"]
     assert dag.params.get_param("learner").value == "ppo"
+    assert dag.params.get_param("value_target").schema["enum"] == ["outcome", "margin"]
+    assert dag.params.get_param("value_target").value == "outcome"
     good = {
         "league": "a-b.c_1",
         "generations": 20,
@@ -205,8 +208,10 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "precision": "bfloat16",
         "game": "connect3-4x4",
         "learner": "sarsa",
+        "value_target": "margin",
     }
     bad = {
+        "value_target": "score",
         "learner": "dqn",
         "game": "dots-and-boxes-9x9",
         "precision": "half",
@@ -357,6 +362,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "precision": "float32",
         "game": "connect4",
         "learner": "ppo",
+        "value_target": "outcome",
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -371,6 +377,10 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
     assert steps.resolve({"profile": "smoke", "precision": "bfloat16"})["precision"] == "bfloat16"
     with pytest.raises(ValueError, match="unknown net precision 'half'"):
         steps.resolve({"profile": "smoke", "precision": "half"})
+    margin = steps.resolve({"profile": "smoke", "game": "dots-and-boxes-3x3", "value_target": "margin"})
+    assert steps._config(margin).net.value_target == "margin"
+    with pytest.raises(ValueError, match="Connect Four has no margin to learn"):
+        steps.resolve({"profile": "smoke", "value_target": "margin"})
     with pytest.raises(ValueError, match="unknown league settings: colour"):
         steps.resolve({"colour": "red"})
     roles = steps.resolve({"profile": "smoke", "roles": ["main", "league-exploiter"]})["roles"]

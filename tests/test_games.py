@@ -2,7 +2,8 @@
 
 For each game, on a few boards: random playouts step a batch and the scalar states side by
 side and agree move by move (legal actions, the player to move, the end, returns and
-observations); returns are zero-sum and zero before the end; the legal set is never empty
+observations); returns are zero-sum and zero before the end, and so are the margin returns of
+a game that has them, graded returns of the same sign; the legal set is never empty
 before the end and always empty after it; move notation round-trips and bad moves are refused
 with a clear `ValueError`; and every symmetry maps legal actions to legal actions, observations
 to the permuted observation, and results to equal results. A game's exact solver, where its board
@@ -16,7 +17,18 @@ import pytest
 import torch
 from exact import first_player_value
 
-from c4core.games import GAMES, VARIANTS, BatchState, Game, State, exact_solver, load, solvable
+from c4core.games import (
+    GAMES,
+    VARIANTS,
+    BatchState,
+    Game,
+    State,
+    exact_solver,
+    has_margin,
+    load,
+    returns_of,
+    solvable,
+)
 
 BOARDS: list[tuple[str, dict[str, int]]] = [
     ("connect4", {}),
@@ -218,6 +230,35 @@ def test_parameters_given_with_a_variant_replace_its_own() -> None:
     assert load("connect4", rows=4, cols=4, connect=3).variant == "connect3-4x4"
 
 
+MARGINS = [g for g in GAMES_ON_BOARDS if has_margin(g)]
+"""The boards whose games grade their results by a margin too (`Game`'s ``has_margin``)."""
+
+
+def test_margins_are_offered_where_the_game_has_them() -> None:
+    assert [g.name for g in MARGINS] == ["dots_and_boxes"] * 3
+    with pytest.raises(AttributeError):
+        returns_of(load("connect4").new_state(), margin=True)
+
+
+@pytest.mark.parametrize("game", MARGINS, ids=ids)
+def test_margin_returns_grade_the_returns_alike_in_both_views(game: Game) -> None:
+    """Zero before the end; at the end zero-sum, within -1..1 and of the returns' sign; batched
+    as scalar."""
+    actions, states = random_playouts(game, PLAYOUTS, seed=5)
+    batch = game.new_batch(PLAYOUTS)
+    for ply in range(max(len(a) for a in actions) + 1):
+        now = [s[min(ply, len(s) - 1)] for s in states]
+        margins = returns_of(batch, margin=True)
+        assert margins.dtype == torch.float32
+        for i, state in enumerate(now):
+            first, second = returns_of(state, margin=True)
+            assert margins[i].tolist() == pytest.approx([first, second])
+            assert first == -second and -1 <= first <= 1
+            assert np.sign(first) == state.returns()[0]
+            assert state.is_terminal or first == 0
+        batch.play(torch.tensor([a[ply] if ply < len(a) else 0 for a in actions]))
+
+
 SMALL_SOLVED = [g for g in GAMES_ON_BOARDS if solvable(g) and g.max_game_length <= 24]
 """The boards with an exact solver small enough for exhaustive minimax from late positions (the
 standard Connect Four solver is checked against published values in its own tests)."""
@@ -232,6 +273,19 @@ def test_an_exact_solver_agrees_with_exhaustive_minimax_near_the_end(game: Game)
     for state in late:  # at most 8 moves from any end, where minimax is quick
         mover = 1 if state.current_player() == 0 else -1
         assert solver.outcome(state) == mover * first_player_value(state), str(state)
+
+
+@pytest.mark.parametrize("game", [g for g in SMALL_SOLVED if has_margin(g)], ids=ids)
+def test_an_exact_solvers_margin_value_agrees_with_minimax_of_the_margin(game: Game) -> None:
+    solver = exact_solver(game)
+    _, states = random_playouts(game, 40, seed=6)
+    late = [s for p in states for s in p if not s.is_terminal and game.max_game_length - s.ply <= 8]
+    assert len(late) >= 20
+    for state in late:
+        mover = 1 if state.current_player() == 0 else -1
+        exact = mover * first_player_value(state, lambda s: returns_of(s, margin=True)[0])
+        assert solver.margin_value(state) == pytest.approx(exact), str(state)
+        assert np.sign(solver.margin_value(state)) == solver.outcome(state)
 
 
 def test_a_board_beyond_its_games_solver_says_so() -> None:

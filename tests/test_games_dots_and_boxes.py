@@ -5,6 +5,7 @@ first player: -1 on 1x1, 0 on 1x2, +2 on 2x2), which OpenSpiel's own minimax con
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from exact import agree_with_openspiel, first_player_value
@@ -32,6 +33,23 @@ def test_random_games_agree_with_openspiel_move_by_move(rows: int, cols: int) ->
 
 def margin(state: DotsState) -> float:
     return float(state.margin())
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 2), (3, 3)])
+def test_margin_returns_are_openspiels_margin_utility_over_the_boxes(rows: int, cols: int) -> None:
+    ours = load("dots_and_boxes", rows=rows, cols=cols)
+    theirs = pyspiel.load_game(f"dots_and_boxes(num_rows={rows},num_cols={cols},utility_margin=true)")
+    rng = np.random.default_rng(rows)
+    finals = set()
+    for _ in range(100):
+        state, spiel = ours.new_state(), theirs.new_initial_state()
+        while not state.is_terminal:
+            action = int(rng.choice(state.legal_actions()))
+            state, _ = state.apply(action), spiel.apply_action(action)
+        assert spiel.is_terminal()
+        assert [r * rows * cols for r in state.margin_returns()] == pytest.approx(spiel.returns())
+        finals.add(state.margin_returns()[0])
+    assert len(finals - {-1.0, 0.0, 1.0}) >= 2  # graded: random play wins by less than everything
 
 
 @pytest.mark.parametrize("rows,cols,value", [(1, 1, -1), (1, 2, 0), (2, 2, 2)])

@@ -42,12 +42,14 @@ def test_values_agree_with_exhaustive_minimax(rows: int, cols: int) -> None:
         mover = solver.lead(state) + solver.value(state)
         assert mover == (first if state.current_player() == 0 else -first)
         assert solver.outcome(state) == np.sign(mover)
+        assert solver.margin_value(state) == pytest.approx(mover / boxes.boxes)
 
 
 @pytest.mark.parametrize("rows,cols,margin", [(1, 1, -1), (1, 2, 0), (2, 2, 2), (2, 3, -2), (3, 3, -3)])
 def test_the_empty_boards_have_wilsons_values(rows: int, cols: int, margin: int) -> None:
     boxes = Boxes(rows, cols)
     assert DotsSolver(boxes).value(DotsState(boxes)) == margin
+    assert DotsSolver(boxes).margin_value(DotsState(boxes)) == pytest.approx(margin / boxes.boxes)
 
 
 def test_each_lines_value_is_what_follows_it_and_the_best_is_the_positions() -> None:

@@ -409,9 +409,9 @@ def test_a_config_for_two_ranks_does_not_train_alone(net: PolicyValueNet) -> Non
 DOTS = load("dots_and_boxes", rows=2, cols=2)
 
 
-def dots_net() -> PolicyValueNet:
+def dots_net(value_target: str = "outcome") -> PolicyValueNet:
     torch.manual_seed(SEED)
-    return PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    return PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, value_target=value_target), DOTS)
 
 
 def test_collect_seats_the_learner_by_who_is_to_move(gen: torch.Generator, counting_player) -> None:
@@ -426,14 +426,19 @@ def test_collect_seats_the_learner_by_who_is_to_move(gen: torch.Generator, count
     assert stats["greedy"].games == 32 and stats["greedy"].loss > stats["greedy"].win
 
 
-def test_each_decision_returns_its_own_movers_result(gen: torch.Generator) -> None:
+@pytest.mark.parametrize("value_target", ["outcome", "margin"])
+def test_each_decision_returns_its_own_movers_result(gen: torch.Generator, value_target: str) -> None:
     """In self-play on Dots and Boxes, with lambda 1 a decision's return is the final result of
-    the player who made it, whoever moved before it: checked against the movers and results
-    replayed from the observations."""
+    the player who made it, whoever moved before it (its box margin over the boxes for a net
+    that learns margins): checked against the movers and results replayed from the observations."""
     games = 16
-    rollout, _ = collect(dots_net(), [None], games, gen, DOTS, gae_lambda=1.0, opening_plies=0)
+    net = dots_net(value_target)
+    rollout, stats = collect(net, [None], games, gen, DOTS, gae_lambda=1.0, opening_plies=0)
     assert len(rollout) == games * DOTS.num_actions  # the learner drew every line
-    movers, results = dots_movers_and_results(rollout.planes, games)
+    assert stats["self"].games == games  # the record counts outcomes either way
+    movers, results = dots_movers_and_results(rollout.planes, games, margin=value_target == "margin")
+    graded = bool(((results != 0) & (abs(results) < 1)).any())  # a win by less than every box
+    assert graded == (value_target == "margin")
     steps = movers.reshape(-1, games)
     assert bool((steps[1:] == steps[:-1]).any())  # some player moved twice in a row
     assert torch.allclose(rollout.returns, torch.from_numpy(results).float(), atol=1e-5)

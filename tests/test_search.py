@@ -344,19 +344,25 @@ def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
 # ---- any game through the interface: a player who moves again ----------------------------------
 class Oracle:
     """An evaluator for a board small enough to enumerate: uniform priors over the legal actions,
-    and, with `exact`, every state's true value for its mover (else 0)."""
+    and, with `exact`, every state's true value for its mover (else 0); with `by_margin` its
+    values are margin returns (`PolicyValueNet.by_margin`)."""
 
-    def __init__(self, exact: bool):
-        self.exact = exact
+    def __init__(self, exact: bool, by_margin: bool = False):
+        self.exact, self.by_margin = exact, by_margin
 
     def evaluate(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         legal = batch.legal().float()
         values = []
         for i in range(len(batch)):
             state = batch.state(i)
-            v = first_player_value(state) if self.exact else 0.0
+            v = first_player_value(state, margin_of if self.by_margin else None) if self.exact else 0.0
             values.append(v if state.current_player() == 0 else -v)
         return legal / legal.sum(1, keepdim=True), torch.tensor(values)
+
+
+def margin_of(state) -> float:
+    """A finished game's margin return for the first player."""
+    return state.margin_returns()[0]
 
 
 def extra_move_positions() -> list:
@@ -452,6 +458,56 @@ def test_probes_settle_leaves_through_the_games_own_solver(dots_positions: list)
             after = state.apply(action)
             child = first_player_value(after) * (1 if mover == 0 else -1)
             assert r.move_proven[action] == child
+
+
+def test_a_search_on_margins_proves_the_best_margin_and_plays_for_it(dots_positions: list) -> None:
+    """With margin values, every proof is the exhaustive minimax of the margin return, by the
+    player to move, and the move played keeps the root's: where an outcome's proof takes any
+    winning move, this one takes a move that wins by the most (the positions hold such a
+    choice). A root is proven once all its moves are, or one wins every box, so a search that
+    keeps choosing a proven move worth less may stop unproven, as with a proven draw."""
+    choices = proved = 0
+    for state in dots_positions:
+        r = search_position(Oracle(exact=False, by_margin=True), state, SearchConfig(simulations=20_000))
+        sign = 1 if state.current_player() == 0 else -1
+        best = sign * first_player_value(state, margin_of)
+        if r.proven is not None:
+            proved += 1
+            assert r.proven == pytest.approx(best), str(state)
+        for action, proven in enumerate(r.move_proven):
+            if proven is not None:
+                assert keeps(state, action, proven, margin_of)
+        outcome = sign * first_player_value(state)
+        keeps_outcome = [a for a in state.legal_actions() if keeps(state, a, outcome, None)]
+        keeps_margin = [a for a in state.legal_actions() if keeps(state, a, best, margin_of)]
+        choices += len(keeps_margin) < len(keeps_outcome)
+        assert r.column in keeps_margin, str(state)
+    assert choices > 0 and proved > len(dots_positions) / 2
+
+
+def keeps(state, action: int, value: float, outcome) -> bool:
+    """Whether `action` keeps `state`'s exact `value` (for its mover, scored by `outcome`)."""
+    after = state.apply(action)
+    sign = 1 if state.current_player() == 0 else -1
+    return sign * first_player_value(after, outcome) == pytest.approx(value)
+
+
+def test_probes_on_margins_settle_leaves_at_the_solvers_margin_value(dots_positions: list) -> None:
+    """The solver's probes give a margin search the margin value, so a few simulations prove
+    the root at the exhaustive minimax of the margin."""
+    for state in dots_positions:
+        r = search_position(
+            Oracle(exact=False, by_margin=True), state, SearchConfig(simulations=40, probe_from=1)
+        )
+        sign = 1 if state.current_player() == 0 else -1
+        assert r.proven == pytest.approx(sign * first_player_value(state, margin_of)), str(state)
+
+
+def test_a_game_without_margins_refuses_a_margin_search() -> None:
+    with pytest.raises(ValueError, match="has no margin returns"):
+        search_position(
+            Oracle(exact=False, by_margin=True), Position.from_moves("44"), SearchConfig(simulations=4)
+        )
 
 
 # ---- the evaluation cache ---------------------------------------------------------------------------

@@ -431,7 +431,13 @@ def league(browser: webdriver.Chrome, stack: Stack, rest_runs: dict[str, str]) -
     run_id = urllib.parse.unquote(browser.current_url.split("/runs/", 1)[1].split("/")[0])
     conf = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["conf"]
     want = {"league": LEAGUE, "profile": "smoke", "generations": None, "iterations": 1, "games": 16}
-    defaults = {"roles": None, "precision": "auto", "game": "connect4", "learner": "ppo"}
+    defaults = {
+        "roles": None,
+        "precision": "auto",
+        "game": "connect4",
+        "learner": "ppo",
+        "value_target": "outcome",
+    }
     defaults |= {"executor": "in-process"}
     assert conf == want | {"match_games": 10} | defaults, conf
 

@@ -29,7 +29,9 @@ __all__ = [
     "Symmetry",
     "exact_solver",
     "game_of",
+    "has_margin",
     "load",
+    "returns_of",
     "solvable",
 ]
 
@@ -91,3 +93,14 @@ def exact_solver(game: Game, max_nodes: int | None = None) -> ExactSolver:
     if not solvable(game):
         raise ValueError(f"{game.title} has no exact solver")
     return game.exact_solver(max_nodes)  # type: ignore[attr-defined]
+
+
+def has_margin(game: Game) -> bool:
+    """Whether `game` grades its results by a margin too (`Game`'s optional ``has_margin``)."""
+    return bool(getattr(game, "has_margin", False))
+
+
+def returns_of(states: Any, margin: bool = False) -> Any:
+    """The results of a finished `State` or `BatchState`: its `returns`, or with `margin` its
+    ``margin_returns`` (a game that `has_margin`)."""
+    return states.margin_returns() if margin else states.returns()

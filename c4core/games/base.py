@@ -227,7 +227,14 @@ class Game(Protocol):
       `path` for a game whose suites are files (Connect Four; None: no suite), made from `seed`
       for one that makes its own (Dots and Boxes, on the boards its solver labels; None
       elsewhere); `ValueError` for a file it cannot read or a game that reads none;
-    - ``search_tree(total) -> SearchTree``: its own storage for the batched search's nodes;
+    - ``has_margin: bool``: whether its results also come graded by how much they were won
+      by: its states' and batches' ``margin_returns()`` (as `State.returns`, each player's
+      result in -1..1 with the sign of `returns`: Dots and Boxes' box difference over its
+      boxes), and its exact solver's ``margin_value(state, max_nodes=None)`` (perfect play's
+      margin return from `state` for the player to move). A net whose value head learns them
+      (`NetConfig.value_target`) trains and searches on them; matches and Elo use `returns`;
+    - ``search_tree(total) -> SearchTree``: its own storage for the batched search's nodes
+      (for outcome values: a search on margin returns keeps its nodes as `State` objects);
     - ``kernel_match(a, b, pairs, seed, opening_plies)``: a match between two of its scripted
       bots played in compiled code (A's outcomes of `pairs` colour-swapped game pairs, A first
       in the even games; None when it cannot play those two)."""

@@ -11,7 +11,8 @@ Dirichlet noise at the root, and records for every decision of the learner
 - the **value target**: the exact value where MCTS-Solver proved the root, else a mix of the
   game's outcome z and the search's root value q, ``(1 - q_weight) * z + q_weight * q``
   (the z/q mix of Oracle's "Lessons from AlphaZero" Connect Four study: z alone is noisy,
-  q alone is biased towards the network's own view).
+  q alone is biased towards the network's own view). For a net that learns margins
+  (`NetConfig.value_target`), z, the exact values and the search's are margin returns.
 
 The network is then fitted by cross-entropy to the policy targets plus squared error to the
 value targets on minibatches drawn uniformly from a **replay window** of the last
@@ -65,7 +66,16 @@ from torch.nn import functional as F
 
 from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.evaluation.match import WDL
-from c4core.games import BatchState, ConnectFour, ExactSolver, Game, State, exact_solver, solvable
+from c4core.games import (
+    BatchState,
+    ConnectFour,
+    ExactSolver,
+    Game,
+    State,
+    exact_solver,
+    returns_of,
+    solvable,
+)
 from c4core.games.players import Player, play_opening
 from c4core.learners.net import NetPlayer, PolicyValueNet
 from c4core.learners.ranks import ALONE, Ranks
@@ -157,7 +167,7 @@ def self_play(
     )
     proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
     returns = boards.returns().cpu()
-    result = returns[:, 0]  # for the first player
+    result = returns_of(boards, net.by_margin).cpu()[:, 0]  # for the first player
     solve_stats: dict[str, float] = {}
     if config.solve_from:
         start = time.perf_counter()
@@ -165,7 +175,7 @@ def self_play(
         # only the learner's decisions are solved: a member's position is no target, and the
         # learner's first settled decision of a league game is at most one ply past it; its
         # mover tells the adjudication which player the exact result is for
-        solved = _rescore(solver, ply, config.solve_from, positions)
+        solved = _rescore(solver, ply, config.solve_from, positions, net.by_margin)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, in_game, ply, player, solved)
         solve_stats = {
@@ -286,18 +296,23 @@ def _league_rates(
 
 
 def _rescore(
-    solver: ExactSolver, ply: torch.Tensor, solve_from: int, positions: Sequence[State]
+    solver: ExactSolver,
+    ply: torch.Tensor,
+    solve_from: int,
+    positions: Sequence[State],
+    margin: bool = False,
 ) -> torch.Tensor:
-    """Exact result (+1, 0, -1 for the player to move) of each decision at or past
-    `solve_from` (whose `positions` are given in order) that the solver settles within its
-    budget; NaN elsewhere. The latest plies go first, so the table built on them speeds up the
-    earlier ones."""
+    """Exact result (+1, 0, -1 for the player to move; with `margin`, its margin value) of each
+    decision at or past `solve_from` (whose `positions` are given in order) that the solver
+    settles within its budget; NaN elsewhere. The latest plies go first, so the table built on
+    them speeds up the earlier ones."""
     solved = torch.full((len(ply),), float("nan"))
     late = torch.nonzero(ply >= solve_from).squeeze(1)
     position_of = dict(zip(late.tolist(), positions, strict=True))
     order = late[torch.argsort(ply[late], descending=True, stable=True)]
     for i in order.tolist():
-        value = solver.outcome(position_of[i])
+        position = position_of[i]
+        value = solver.margin_value(position) if margin else solver.outcome(position)  # type: ignore[attr-defined]
         if value is not None:
             solved[i] = float(value)
     return solved

@@ -64,6 +64,11 @@ class PolicyValueNet(nn.Module):
         self.value_fc1 = nn.Linear(cells, config.value_hidden)
         self.value_fc2 = nn.Linear(config.value_hidden, 1)
 
+    @property
+    def by_margin(self) -> bool:
+        """Whether its value is the game's margin return, not the outcome (`NetConfig.value_target`)."""
+        return self.config.value_target == "margin"
+
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, actions] and values [n] in -1..1 for the player to move."""
         if not self.config.threat_planes:

@@ -30,7 +30,7 @@ from torch.nn import functional as F
 
 from c4core.config import PPOConfig
 from c4core.evaluation.match import WDL
-from c4core.games import ConnectFour, Game, Symmetry
+from c4core.games import ConnectFour, Game, Symmetry, returns_of
 from c4core.games.players import Player, play_opening
 from c4core.learners.net import PolicyValueNet
 from c4core.learners.ranks import ALONE, Ranks
@@ -108,7 +108,8 @@ def collect(
 
     traj, planes, legal, actions, logprobs, values = (torch.cat(x) for x in zip(*steps, strict=True))
     returns = boards.returns()
-    reward = returns[traj // 2, traj % 2]  # for the player who made each decision
+    # for the player who made each decision: the outcome, or the margin return of a net that learns it
+    reward = returns_of(boards, net.by_margin)[traj // 2, traj % 2]
     advantages = gae(traj, values, reward, gae_lambda)
 
     stats: dict[str, WDL] = {}

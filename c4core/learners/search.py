@@ -30,6 +30,12 @@ mover) and a length (plies until the game ends under the proof).
   any other, with its exact value as the leaf value.
 - A proven root ends that tree's search early.
 
+With a net whose values are its game's margin returns (`by_margin`: Dots and Boxes' box
+difference over its boxes), the exact values are margin returns too, each in -1..1, and the
+rules above hold as written: +1 is the most there is, so an edge worth it proves its node, a
+node whose edges are all exact is proven at the best of them, and an exact edge worth less is a
+leaf with its exact value, as a draw is.
+
 The lengths bound the game's length under the proof found, which need not be the fastest win
 (search proves the first win it finds): a proven win of length d means a forced win within d
 plies.
@@ -61,7 +67,7 @@ import numpy as np
 import torch
 
 from c4core.config import SearchConfig
-from c4core.games import BatchState, ExactSolver, Game, State, exact_solver, game_of
+from c4core.games import BatchState, ExactSolver, Game, State, exact_solver, game_of, has_margin, returns_of
 from c4core.games.base import SearchTree
 from c4core.games.players import Player
 from c4core.learners.net import NetPlayer, PolicyValueNet
@@ -75,6 +81,12 @@ class Evaluator(Protocol):
         """Probabilities [n, num_actions] (0 on illegal actions) and values [n] in -1..1 for
         the player to move."""
         ...
+
+
+def by_margin(net: Evaluator) -> bool:
+    """Whether `net`'s values are its game's margin returns (`PolicyValueNet.by_margin`), so
+    the search backs up and proves those too; an evaluator that does not say gives outcomes."""
+    return bool(getattr(net, "by_margin", False))
 
 
 class EvaluationCache:
@@ -93,6 +105,7 @@ class EvaluationCache:
         if capacity < 1:
             raise ValueError(f"an evaluation cache holds at least one position, got {capacity}")
         self.net, self.capacity = net, capacity
+        self.by_margin = net.by_margin
         self.table: dict[bytes, tuple[torch.Tensor, float]] = {}
         self.hits = self.misses = 0
 
@@ -141,7 +154,8 @@ class BatchSearch:
     """[n] float: the root value for the side to move: the exact value when proven, else the
     mean of the root's own net value and every simulation's backed-up value."""
     proven: np.ndarray
-    """[n] float: +1 proven win, 0 proven draw, -1 proven loss, NaN not proven."""
+    """[n] float: +1 proven win, 0 proven draw, -1 proven loss (a margin return for a net of
+    margins), NaN not proven."""
     lengths: np.ndarray
     """[n] int: plies to the end of the game under the proof when proven, else 0."""
     move_proven: np.ndarray
@@ -168,12 +182,14 @@ class SearchResult:
     """Visit distribution without proven-lost moves (one-hot when proven)."""
     value: float
     """Root value for the side to move, in -1..1."""
-    proven: int | None
-    """+1 proven win, 0 proven draw, -1 proven loss, None when not proven."""
+    proven: float | None
+    """+1 proven win, 0 proven draw, -1 proven loss (a margin return for a net of margins),
+    None when not proven."""
     length: int
     """Plies to the end of the game under the proof (0 when not proven)."""
-    move_proven: list[int | None]
-    """Exact value of each column (+1, 0, -1) where search proved it, else None."""
+    move_proven: list[float | None]
+    """Exact value of each column (+1, 0, -1, or a margin return) where search proved it, else
+    None."""
     simulations: int
     """Simulations run."""
     prior: list[float]
@@ -228,7 +244,7 @@ def search(
         for lo in range(0, len(live), config.max_trees):
             idx = live[lo : lo + config.max_trees]
             capacity = config.simulations + 1
-            tree = _tree_of(game, len(idx) * capacity)
+            tree = _tree_of(game, len(idx) * capacity, by_margin(net))
             tree.place(np.arange(len(idx), dtype=np.int64) * capacity, boards, idx)
             forest = _Forest(net, tree, game.num_actions, len(idx), config, rng, solver)
             forest.run()
@@ -249,7 +265,7 @@ def search_position(
     if position.is_terminal:
         raise ValueError("the game is over: there is no move to search")
     r = search(net, game_of(position).batch_of([position]), config, generator, solver)
-    proven = None if np.isnan(r.proven[0]) else int(r.proven[0])
+    proven = None if np.isnan(r.proven[0]) else float(r.proven[0])
     return SearchResult(
         column=int(r.columns[0]),
         visits=[int(v) for v in r.visits[0]],
@@ -257,7 +273,7 @@ def search_position(
         value=float(r.values[0]),
         proven=proven,
         length=int(r.lengths[0]),
-        move_proven=[None if np.isnan(v) else int(v) for v in r.move_proven[0]],
+        move_proven=[None if np.isnan(v) else float(v) for v in r.move_proven[0]],
         simulations=int(r.simulations[0]),
         prior=[float(p) for p in r.priors[0]],
         net_value=float(r.net_values[0]),
@@ -310,21 +326,25 @@ def _probe_solver(game: Game) -> ExactSolver:
 
 
 # ---- tree storage ------------------------------------------------------------------------------
-def _tree_of(game: Game, total: int) -> SearchTree:
-    """The game's own tree storage for `total` nodes where it has one, else `StateTree`."""
+def _tree_of(game: Game, total: int, margin: bool = False) -> SearchTree:
+    """The game's own tree storage for `total` nodes where it has one and the values are
+    outcomes, else `StateTree`."""
     own = getattr(game, "search_tree", None)
-    return own(total) if own is not None else StateTree(game, total)
+    return own(total) if own is not None and not margin else StateTree(game, total, margin)
 
 
 class StateTree:
     """Tree storage for any game: one scalar `State` per node, through the interface alone.
 
-    It knows exactly only the edges that end the game (their returns, length 1); a game that
-    needs speed registers its own storage as `Game.search_tree` (Connect Four's keeps bitboard
+    It knows exactly only the edges that end the game (their returns, length 1; with `margin`
+    their margin returns, and the solver's margin values where it probes); a game that needs
+    speed registers its own storage as `Game.search_tree` (Connect Four's keeps bitboard
     arrays, `c4core.games.connect4.tree`)."""
 
-    def __init__(self, game: Game, total: int):
-        self.game = game
+    def __init__(self, game: Game, total: int, margin: bool = False):
+        if margin and not has_margin(game):
+            raise ValueError(f"{game.title} has no margin returns: its values are outcomes")
+        self.game, self.margin = game, margin
         self.states: list[State | None] = [None] * total
         self.movers = np.zeros(total, np.int64)
         self.after: dict[int, dict[int, State]] = {}  # each expanded node's children, by action
@@ -354,7 +374,7 @@ class StateTree:
             for action, child in after.items():
                 legal[row, action] = True
                 if child.is_terminal:
-                    exact[row, action] = child.returns()[mover]
+                    exact[row, action] = returns_of(child, self.margin)[mover]
         return legal, exact, np.ones(shape, np.int64)
 
     def batch(self, nodes: np.ndarray, device: torch.device) -> BatchState:
@@ -368,7 +388,10 @@ class StateTree:
         for i in np.flatnonzero(plies >= from_ply):
             state = self.states[int(nodes[i])]
             if not state.is_terminal:
-                value = solver.outcome(state, max_nodes)
+                if self.margin:
+                    value = solver.margin_value(state, max_nodes)  # type: ignore[attr-defined]
+                else:
+                    value = solver.outcome(state, max_nodes)
                 values[i] = np.nan if value is None else value
         return values, self.game.max_game_length - plies
 

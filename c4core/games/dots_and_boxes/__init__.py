@@ -36,6 +36,8 @@ class DotsAndBoxes:
     """Board size in boxes; the default is 3x3."""
 
     name = "dots_and_boxes"
+    has_margin = True
+    """Results graded by the box difference too (`DotsState.margin_returns`)."""
 
     @classmethod
     def from_params(cls, rows: int = 3, cols: int = 3) -> DotsAndBoxes:

@@ -147,6 +147,11 @@ class DotsBoards:
         first = torch.where(self.done, torch.sign(self.margin()), 0).float()
         return torch.stack((first, -first), 1)
 
+    def margin_returns(self) -> torch.Tensor:
+        """[n, 2] float32: each player's result as in `DotsState.margin_returns`."""
+        first = torch.where(self.done, self.margin(), 0).float() / self.boxes.boxes
+        return torch.stack((first, -first), 1)
+
     def observation(self) -> torch.Tensor:
         n, (height, width) = len(self), self.boxes.grid
         out = torch.zeros(n, NUM_PLANES, height * width, device=self.device)

@@ -13,8 +13,9 @@ A position is the set of drawn lines as one int (bit i: line i drawn; 60 lines o
 int64), the boxes each player owns (bit b: box ``r * cols + c``) and the player to move. A
 player who draws a box's fourth side owns that box and **moves again**; otherwise the turn
 passes. The game ends when every line is drawn; the player owning more boxes wins (+1), equal
-counts draw. The box margin is there too (`DotsState.margin`), as a training target and for
-suites that ask whether a move keeps the exact value.
+counts draw. The box margin is there too (`DotsState.margin`, and `DotsState.margin_returns`
+over the board's boxes), as a training target and for suites that ask whether a move keeps the
+exact value.
 
 Move notation: ``h<r>,<c>`` or ``v<r>,<c>``, 0-based (``h0,1`` is the top line of box (0, 1));
 a move string is moves separated by spaces.
@@ -211,6 +212,14 @@ class DotsState:
             return (0.0, 0.0)
         s = float(np.sign(self.margin()))
         return (s, -s)
+
+    def margin_returns(self) -> tuple[float, float]:
+        """Each player's box difference over the board's boxes at the end, (0, 0) before: the
+        result graded by how much it was won by (`c4core.games.base.Game`'s ``has_margin``)."""
+        if not self.is_terminal:
+            return (0.0, 0.0)
+        m = self.margin() / self.boxes.boxes
+        return (m, -m)
 
     def observation(self) -> np.ndarray:
         b = self.boxes

@@ -104,6 +104,11 @@ class DotsSolver:
         +1, 0 or -1, looked up (so `max_nodes` is never reached)."""
         return int(np.sign(self.lead(state) + self.value(state)))
 
+    def margin_value(self, state: DotsState, max_nodes: int | None = None) -> float:
+        """The game's final box difference for the player to move under perfect play, over the
+        board's boxes (`DotsState.margin_returns` of perfect play), looked up."""
+        return (self.lead(state) + self.value(state)) / self.boxes.boxes
+
     def action_values(self, lines: np.ndarray) -> np.ndarray:
         """[n, lines]: each line's value for the mover of each set of drawn `lines` [n] (the
         boxes it completes now plus what follows, or minus the opponent's value after it);
