@@ -197,6 +197,14 @@ def _suite_row(folder: str, generation: int, suite_path: str) -> dict[str, Any]:
     }
 
 
+def _finished(folder: Path) -> int:
+    """The arm's last generation finished within its time (its log's last line; the base's last
+    when it finished none)."""
+    log = folder / "generations.jsonl"
+    done = [json.loads(line)["generation"] for line in log.read_text().splitlines()] if log.exists() else []
+    return max(done, default=arm_config(folder.name).alphazero_from - 1)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """The suite per AlphaZero generation, the champions head to head, the exploitability."""
     import multiprocessing
@@ -224,7 +232,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         for arm in args.arms:
             folder = Path(args.out) / arm
             g = arm_config(arm).alphazero_from
-            while LocalStore(folder).snapshot(g) is not None:
+            while g <= _finished(folder) and LocalStore(folder).snapshot(g) is not None:
                 jobs[arm, g] = pool.submit(_suite_row, str(folder), g, suite_path)
                 g += 1
         rows_of = {key: job.result() for key, job in jobs.items()}
@@ -232,7 +240,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for arm in args.arms:
         config = arm_config(arm)
         store = LocalStore(Path(args.out) / arm)
-        results = store.results()
+        last = _finished(store.root)
+        # the generation cut off by the wall clock may have left a snapshot and some matches
+        results = [r for r in store.results() if all((generation_of(p) or 0) <= last for p in (r.a, r.b))]
         rows = [row for (a, _), row in sorted(rows_of.items()) if a == arm]
         g = config.alphazero_from + len(rows)
         fit = fit_ratings(results)

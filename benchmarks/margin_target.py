@@ -14,7 +14,8 @@ For each arm and version it prints one Markdown row: the suite's keeps-value and
 (the 1,200 solver-labelled positions, seed 0, as the league scores them) and the strategy
 probes with 256 simulations, and the snapshot's wins as second player in `--games` games
 against `perfect` from the empty board (half of them as second player; a first player cannot win
-3x3 against it). Raw scores are the version tags the league wrote.
+3x3 against it); then a second table, keeps-value with search by the lines drawn in the suite's
+positions, four at a time. Raw scores are the version tags the league wrote.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dic
     suite = game.suite(seed=0)
     assert suite is not None
     scores = suite.score(searched)
+    # where the misses are: keeps-value by lines drawn, four at a time (the suite's own moves)
+    moves = searched.act(game.batch_of([item.state for item in suite.items])).tolist()
+    kept: dict[int, list[bool]] = {}
+    for item, move in zip(suite.items, moves, strict=True):
+        kept.setdefault(item.state.ply // 4 * 4, []).append(bool(item.values[move] == item.best))
+    by_lines = {f"{k}-{k + 3}": (len(v), round(sum(v) / len(v), 3)) for k, v in sorted(kept.items())}
     perfect = make_player("perfect", game)
     result = play_match(perfect, searched, games, seed=0, opening_plies=0, game=game)
     # `perfect` is A: its games as first player are the snapshot's as second
@@ -58,6 +65,7 @@ def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dic
         "second_wins": second.loss,
         "second_games": second.games,
         "first_wins": result.b_first.win,
+        "by_lines": by_lines,
     }
 
 
@@ -89,6 +97,16 @@ def main() -> None:
             + " | ".join(cells)
             + f" | {r['second_wins']} |"
         )
+    buckets = list(rows[0]["by_lines"])
+    print(
+        "\n| arm | snapshot | "
+        + " | ".join(f"{b} lines ({rows[0]['by_lines'][b][0]})" for b in buckets)
+        + " |"
+    )
+    print("| --- " * (2 + len(buckets)) + "|")
+    for r in rows:
+        cells = [f"{r['by_lines'][b][1]:.3f}" for b in buckets]
+        print(f"| {r['arm']} | gen{r['version']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
