@@ -64,7 +64,7 @@ def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dic
         **scores,
         "second_wins": second.loss,
         "second_games": second.games,
-        "first_wins": result.b_first.win,
+        "first_wins": result.b_first.loss,  # A's losses where B moved first
         "by_lines": by_lines,
     }
 
