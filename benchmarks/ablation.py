@@ -226,13 +226,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     newest: dict[str, NetPlayer] = {}
     # every snapshot's suite rows first, on --jobs processes: the searched suite is the slow part
     jobs = {}
+    last_of = {arm: _finished(Path(args.out) / arm) for arm in args.arms}
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         start = arm_config(args.arms[0]).alphazero_from - 1  # the base's last PPO snapshot, in every arm
         jobs["start", start] = pool.submit(_suite_row, str(Path(args.out) / args.arms[0]), start, suite_path)
         for arm in args.arms:
             folder = Path(args.out) / arm
             g = arm_config(arm).alphazero_from
-            while g <= _finished(folder) and LocalStore(folder).snapshot(g) is not None:
+            while g <= last_of[arm] and LocalStore(folder).snapshot(g) is not None:
                 jobs[arm, g] = pool.submit(_suite_row, str(folder), g, suite_path)
                 g += 1
         rows_of = {key: job.result() for key, job in jobs.items()}
@@ -240,9 +241,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for arm in args.arms:
         config = arm_config(arm)
         store = LocalStore(Path(args.out) / arm)
-        last = _finished(store.root)
         # the generation cut off by the wall clock may have left a snapshot and some matches
-        results = [r for r in store.results() if all((generation_of(p) or 0) <= last for p in (r.a, r.b))]
+        results = [
+            r for r in store.results() if all((generation_of(p) or 0) <= last_of[arm] for p in (r.a, r.b))
+        ]
         rows = [row for (a, _), row in sorted(rows_of.items()) if a == arm]
         g = config.alphazero_from + len(rows)
         fit = fit_ratings(results)

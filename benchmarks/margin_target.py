@@ -25,14 +25,32 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+import torch
+
+from c4core.games import BatchState, State
+from c4core.games.players import Player
+
 GAME = "dots-and-boxes-3x3"
 MODEL = GAME
 
 
+class Recording(Player):
+    """A player that remembers its move in every position it is asked about, so the suite's
+    one search of each position also gives the breakdown by lines drawn."""
+
+    def __init__(self, player: Player):
+        self.player, self.name = player, player.name
+        self.moves: dict[State, int] = {}
+
+    def act(self, boards: BatchState, generator: torch.Generator | None = None) -> torch.Tensor:
+        out = self.player.act(boards, generator)
+        for i, move in enumerate(out.tolist()):
+            self.moves[boards.state(i)] = move
+        return out
+
+
 def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dict[str, Any]:
     """One snapshot's suite scores with search and its record against `perfect`."""
-    import torch
-
     torch.set_num_threads(1)
     from c4core.entry import registry_fetch
     from c4core.evaluation.match import play_match
@@ -46,11 +64,12 @@ def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dic
     searched = SearchPlayer.around(net, simulations)
     suite = game.suite(seed=0)
     assert suite is not None
-    scores = suite.score(searched)
-    # where the misses are: keeps-value by lines drawn, four at a time (the suite's own moves)
-    moves = searched.act(game.batch_of([item.state for item in suite.items])).tolist()
+    recorded = Recording(searched)
+    scores = suite.score(recorded)
+    # where the misses are: keeps-value by lines drawn, four at a time (the moves scored above)
     kept: dict[int, list[bool]] = {}
-    for item, move in zip(suite.items, moves, strict=True):
+    for item in suite.items:
+        move = recorded.moves[item.state]
         kept.setdefault(item.state.ply // 4 * 4, []).append(bool(item.values[move] == item.best))
     by_lines = {f"{k}-{k + 3}": (len(v), round(sum(v) / len(v), 3)) for k, v in sorted(kept.items())}
     perfect = make_player("perfect", game)

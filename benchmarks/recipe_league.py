@@ -23,16 +23,9 @@ from c4core.config import PROFILES, overridden
 
 
 def nested(path: str, value: Any) -> dict[str, Any]:
-    """``{"a": {"b": value}}`` for the path ``a.b``."""
+    """``{"a": {"b": value}}`` for the path ``a.b``: `overridden`'s form."""
     head, _, rest = path.partition(".")
     return {head: nested(rest, value) if rest else value}
-
-
-def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for key, value in b.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and key in out else value
-    return out
 
 
 def main() -> int:
@@ -42,12 +35,10 @@ def main() -> int:
     args = parser.parse_args()
     league = args.league[1:] if args.league[:1] == ["--"] else args.league
     profile = league[league.index("--profile") + 1] if "--profile" in league else "cpu"
-    changes: dict[str, Any] = {}
     for item in args.set:
         path, _, value = item.partition("=")
-        changes = merge(changes, nested(path, json.loads(value)))
-    PROFILES[profile] = overridden(PROFILES[profile], changes)
-    print(f"profile {profile} with {json.dumps(changes)}", file=sys.stderr)
+        PROFILES[profile] = overridden(PROFILES[profile], nested(path, json.loads(value)))
+    print(f"profile {profile} with {', '.join(args.set)}", file=sys.stderr)
     return cli.main(["league", *league])
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "Suite",
     "Symmetry",
     "exact_solver",
+    "exact_value",
     "game_of",
     "has_margin",
     "load",
@@ -104,3 +105,13 @@ def returns_of(states: Any, margin: bool = False) -> Any:
     """The results of a finished `State` or `BatchState`: its `returns`, or with `margin` its
     ``margin_returns`` (a game that `has_margin`)."""
     return states.margin_returns() if margin else states.returns()
+
+
+def exact_value(
+    solver: ExactSolver, state: State, margin: bool = False, max_nodes: int | None = None
+) -> float | None:
+    """`solver`'s exact value of `state` for its mover: its outcome, or with `margin` its margin
+    value (a game that `has_margin`); None when not settled within `max_nodes`."""
+    if margin:
+        return solver.margin_value(state, max_nodes)  # type: ignore[attr-defined]
+    return solver.outcome(state, max_nodes)

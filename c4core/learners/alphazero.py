@@ -73,6 +73,7 @@ from c4core.games import (
     Game,
     State,
     exact_solver,
+    exact_value,
     returns_of,
     solvable,
 )
@@ -311,8 +312,7 @@ def _rescore(
     position_of = dict(zip(late.tolist(), positions, strict=True))
     order = late[torch.argsort(ply[late], descending=True, stable=True)]
     for i in order.tolist():
-        position = position_of[i]
-        value = solver.margin_value(position) if margin else solver.outcome(position)  # type: ignore[attr-defined]
+        value = exact_value(solver, position_of[i], margin)
         if value is not None:
             solved[i] = float(value)
     return solved

@@ -67,7 +67,17 @@ import numpy as np
 import torch
 
 from c4core.config import SearchConfig
-from c4core.games import BatchState, ExactSolver, Game, State, exact_solver, game_of, has_margin, returns_of
+from c4core.games import (
+    BatchState,
+    ExactSolver,
+    Game,
+    State,
+    exact_solver,
+    exact_value,
+    game_of,
+    has_margin,
+    returns_of,
+)
 from c4core.games.base import SearchTree
 from c4core.games.players import Player
 from c4core.learners.net import NetPlayer, PolicyValueNet
@@ -105,13 +115,17 @@ class EvaluationCache:
         if capacity < 1:
             raise ValueError(f"an evaluation cache holds at least one position, got {capacity}")
         self.net, self.capacity = net, capacity
-        self.by_margin = net.by_margin
         self.table: dict[bytes, tuple[torch.Tensor, float]] = {}
         self.hits = self.misses = 0
 
     def parameters(self) -> Iterator[torch.nn.Parameter]:
         """The network's: the search finds the device through them."""
         return self.net.parameters()
+
+    @property
+    def by_margin(self) -> bool:
+        """The network's (`PolicyValueNet.by_margin`): the search backs up what it values."""
+        return self.net.by_margin
 
     def evaluate(self, batch: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
         observation, legal = batch.observation(), batch.legal()
@@ -388,10 +402,7 @@ class StateTree:
         for i in np.flatnonzero(plies >= from_ply):
             state = self.states[int(nodes[i])]
             if not state.is_terminal:
-                if self.margin:
-                    value = solver.margin_value(state, max_nodes)  # type: ignore[attr-defined]
-                else:
-                    value = solver.outcome(state, max_nodes)
+                value = exact_value(solver, state, self.margin, max_nodes)
                 values[i] = np.nan if value is None else value
         return values, self.game.max_game_length - plies
 
