@@ -3,7 +3,9 @@ ablation (AlphaZero-style generations as they are, with the league share, with a
 and with both) and the sample-efficiency levers (the `cpu-az` recipe as it is, arm `share`, then
 with one lever each, with all of them, and with the three whose suite scores rose alone,
 `together`: `AlphaZeroConfig.merge_duplicates`, `learning_rate_final`, `average_iterations` and a
-`q_weight` towards the search's value).
+`q_weight` towards the search's value), Gumbel's root search (`SearchConfig.root`) at the
+recipe's 64 simulations and at 16, and the speed levers together, `evaluation_cache` and
+`reuse_tree`.
 
 Three steps, each a subcommand::
 
@@ -22,6 +24,7 @@ Three steps, each a subcommand::
     python benchmarks/ablation.py evaluate --out /tmp/ablation plain exploiters both
     python benchmarks/ablation.py evaluate --out /tmp/ablation share merge anneal average q75 levers
     python benchmarks/ablation.py evaluate --out /tmp/ablation/rerun share together
+    python benchmarks/ablation.py evaluate --out /tmp/ablation/gumbel share gumbel gumbel16 speed
 
 The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe; the seed,
 the net, the PPO recipe and the rest of the AlphaZero recipe (the `cpu-az` profile's) are the
@@ -67,6 +70,12 @@ ARMS: dict[str, dict[str, Any]] = {
         "roles": MAIN,
         "alphazero": {k: v for k, v in LEVERS.items() if k != "learning_rate_final"},
     },
+    # Gumbel's root at the recipe's 64 simulations, and at 16, where the paper says it still
+    # learns and the visit counts say little; a generation's self-play then takes less time
+    "gumbel": {"roles": MAIN, "alphazero": {"search": {"root": "gumbel"}}},
+    "gumbel16": {"roles": MAIN, "alphazero": {"search": {"root": "gumbel", "simulations": 16}}},
+    # the speed levers: the evaluation cache and tree reuse, which change what a second buys
+    "speed": {"roles": MAIN, "alphazero": {"evaluation_cache": 500_000, "reuse_tree": True}},
 }
 """Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 

@@ -1,12 +1,16 @@
-"""The evaluation cache's saving (issue #30, item 5): one AlphaZero-style self-play iteration of
-the `cpu` profile's recipe with and without `AlphaZeroConfig.evaluation_cache`, side by side.
+"""The speed levers of the search (issue #30, item 5): one AlphaZero-style self-play iteration
+of the `cpu` profile's recipe, with PUCT's root at 64 simulations, plain, with
+`AlphaZeroConfig.evaluation_cache`, with `AlphaZeroConfig.reuse_tree`, and with both, side by
+side.
 
     python benchmarks/bench_cache.py [--rounds 3] [--games 256] [--checkpoint PT]
 
-Each round plays the same seeded iteration without the cache, then with it (the order
-alternating between rounds), one torch thread; prints the median seconds of each, their ratio,
-and the share of evaluations the cache answered. The net is the checkpoint's, else a fresh
-`cpu`-size net (whose near-random play repeats fewer positions than a trained one's).
+Each round plays the same seeded iteration in every arm (the order rotating between rounds),
+one torch thread; prints each arm's median seconds and its ratio to the plain arm, the
+positions the network evaluated (counted at its forward), the share of evaluations the cache
+answered, and the root visits reuse kept, a decision's mean. The net is the checkpoint's, else a fresh
+`cpu`-size net (whose near-random play repeats fewer positions than a trained one's). Reuse
+changes the games (its searches see more visits), so its count is of other positions.
 """
 
 from __future__ import annotations
@@ -43,24 +47,44 @@ def main() -> None:
         torch.manual_seed(0)
         net = PolicyValueNet(cpu.net, game)
     net.eval()
-    base = replace(cpu.alphazero, games=args.games, ranks=1, solve_from=0, league_share=0.0)
-    arms = {"off": base, "on": replace(base, evaluation_cache=CAPACITY)}
-    seconds: dict[str, list[float]] = {"off": [], "on": []}
-    hits = []
+    evaluated = [0]
+    net.register_forward_pre_hook(lambda _, inputs: evaluated.__setitem__(0, evaluated[0] + len(inputs[0])))
+    # PUCT at 64 simulations, the recipe's search before Gumbel's root (reuse needs PUCT)
+    puct = replace(cpu.alphazero.search, root="puct", simulations=64)
+    base = replace(cpu.alphazero, search=puct, games=args.games, ranks=1, solve_from=0, league_share=0.0)
+    arms = {
+        "plain": base,
+        "cache": replace(base, evaluation_cache=CAPACITY),
+        "reuse": replace(base, reuse_tree=True),
+        "both": replace(base, evaluation_cache=CAPACITY, reuse_tree=True),
+    }
+    names = list(arms)
+    seconds: dict[str, list[float]] = {arm: [] for arm in arms}
+    forwards: dict[str, list[int]] = {arm: [] for arm in arms}
+    stat: dict[str, list[float]] = {"cache_hits": [], "kept_visits": []}
     for r in range(args.rounds):
-        for arm in ("off", "on") if r % 2 == 0 else ("on", "off"):
+        for arm in names[r % len(names) :] + names[: r % len(names)]:
+            evaluated[0] = 0
             start = time.perf_counter()
             _, stats = self_play(net, arms[arm], torch.Generator().manual_seed(r), game)
             seconds[arm].append(time.perf_counter() - start)
-            if arm == "on":
-                hits.append(stats["selfplay/cache_hits"])
-    off, on = statistics.median(seconds["off"]), statistics.median(seconds["on"])
+            forwards[arm].append(evaluated[0])
+            if arm == "cache":
+                stat["cache_hits"].append(stats["selfplay/cache_hits"])
+            if arm == "reuse":
+                stat["kept_visits"].append(stats["selfplay/kept_visits"])
+    plain = statistics.median(seconds["plain"])
     print(
         json.dumps(
-            {"off_s": round(off, 2), "on_s": round(on, 2), "on_over_off": round(on / off, 3),
-             "cache_hits": round(statistics.median(hits), 3), "rounds": seconds}
+            {
+                "median_s": {arm: round(statistics.median(s), 2) for arm, s in seconds.items()},
+                "over_plain": {arm: round(statistics.median(s) / plain, 3) for arm, s in seconds.items()},
+                "evaluated": {arm: int(statistics.median(n)) for arm, n in forwards.items()},
+                **{k: round(statistics.median(v), 3) for k, v in stat.items()},
+                "rounds": seconds,
+            }
         )
-    )  # fmt: skip
+    )
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ ROLE_SUFFIX = {MAIN: "", "main-exploiter": "-me", "league-exploiter": "-le"}
 """What a role's snapshot names carry after ``gen<g>`` (`snapshot_name`)."""
 
 
+ROOT_RULES = ("puct", "gumbel")
+"""How a search's root spends its simulations (`SearchConfig.root`)."""
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Search settings; the defaults are for evaluation (noise off, greedy move choice)."""
@@ -95,6 +99,22 @@ class SearchConfig:
     engine's does on its hash table."""
     probe_nodes: int = 20_000
     """Node budget of one probe: a leaf that needs more is left to the network."""
+    root: str = field(default="puct", metadata=NEW)
+    """How the root spends its simulations: ``"puct"`` (AlphaZero's rule, as at every other
+    node), or ``"gumbel"``, Gumbel AlphaZero's sequential halving (Danihelka et al., "Policy
+    improvement by planning with Gumbel", ICLR 2022). With ``"gumbel"`` the root samples
+    `considered_actions` moves without replacement by Gumbel noise plus the log priors (the
+    noise is `root_noise`'s, in place of Dirichlet's; without it the top priors), halves them
+    by their noisy scores plus `sigma(Q)` until one remains, plays it, and its policy target is
+    the improved policy ``softmax(log prior + sigma(completed Q))`` rather than the visits. Below
+    the root the search is PUCT either way."""
+    considered_actions: int = field(default=16, metadata=NEW)
+    """Gumbel's m: moves the root considers at most (all, for any board with 16 or fewer)."""
+    c_visit: float = field(default=50.0, metadata=NEW)
+    """Gumbel's sigma(q) = (c_visit + most root visits) * c_scale * q, with the root's completed
+    Q rescaled to 0..1 over its legal moves (the paper's and mctx's 50 and 0.1)."""
+    c_scale: float = field(default=0.1, metadata=NEW)
+    """See `c_visit`."""
 
     def __post_init__(self) -> None:
         if type(self.simulations) is not int or self.simulations < 1:
@@ -111,6 +131,14 @@ class SearchConfig:
             raise ValueError(f"probe_from must be 0 (never) or a number of moves, got {self.probe_from!r}")
         if self.probe_nodes < 1:
             raise ValueError(f"probe_nodes must be at least 1, got {self.probe_nodes}")
+        if self.root not in ROOT_RULES:
+            raise ValueError(f"root must be one of {', '.join(ROOT_RULES)}, got {self.root!r}")
+        if type(self.considered_actions) is not int or self.considered_actions < 1:
+            raise ValueError(
+                f"considered_actions must be a whole number of at least 1, got {self.considered_actions!r}"
+            )
+        if not (self.c_visit > 0 and self.c_scale > 0):
+            raise ValueError(f"c_visit and c_scale must be positive, got {self.c_visit} and {self.c_scale}")
 
 
 PRECISIONS = ("float32", "bfloat16")
@@ -339,13 +367,18 @@ class AlphaZeroConfig:
     (`c4core.learners.search.EvaluationCache`), so a position met again, in the same tree,
     another game's tree or the next move's search, costs no forward; 0 off. A hit returns what
     the network returned for it before, which may differ from a fresh forward in its last bits."""
+    reuse_tree: bool = field(default=False, metadata=NEW)
+    """Start each of the learner's searches from the subtree its game's moves reached since its
+    last search (`c4core.learners.search.TreeReuse`), with that subtree's visits, values and
+    proofs, and simulate only until the root has `search.simulations` visits: the kept visits
+    are evaluations saved, and the policy target counts them. Not with Gumbel's root
+    (`SearchConfig.root`), which plans its visits from an unvisited root."""
     ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
     stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
     shares its weights. A batched search's time hardly grows with its batch, so ranks pay off on
-    large iterations: two took 1.4-1.5x less time an iteration at 1,024 games, 1.1-1.2x at 256
-    (docs/BENCHMARKS.md). Hashed when changed: the games differ with the ranks."""
+    large iterations (docs/BENCHMARKS.md). Hashed when changed: the games differ with the ranks."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
@@ -371,6 +404,10 @@ class AlphaZeroConfig:
             )
         if type(self.average_iterations) is not int or self.average_iterations < 0:
             raise ValueError(f"average_iterations must be 0 (off) or more, got {self.average_iterations!r}")
+        if self.reuse_tree and self.search.root == "gumbel":
+            raise ValueError(
+                "reuse_tree keeps visits, and Gumbel's root (search.root) plans its visits from none"
+            )
         if self.ranks < 1 or self.games < self.ranks:
             raise ValueError(
                 f"AlphaZero ranks must be at least 1, each with at least one of the {self.games} games, "
@@ -685,11 +722,13 @@ _CPU = LeagueConfig(
     # the league share and dropped the main exploiter), self-played on two ranks, 1,024 games an
     # iteration: a search's time hardly grows with its batch, so larger iterations learn as much
     # a core-second, and two ranks split them. One such generation lifts the PPO champion past
-    # what more PPO reached against `tactical` (docs/BENCHMARKS.md).
+    # what more PPO reached against `tactical` (docs/BENCHMARKS.md). The self-play search is
+    # Gumbel's root at 16 simulations: at equal wall time it beat the PUCT search at 64 head to
+    # head, where the other levers tied (docs/BENCHMARKS.md).
     alphazero=AlphaZeroConfig(
         iterations=10,
         games=1024,
-        search=SearchConfig(simulations=64, root_noise=True),
+        search=SearchConfig(simulations=16, root_noise=True, root="gumbel"),
         opening_plies=2,
         opening_plies_max=24,
         replay_iterations=8,

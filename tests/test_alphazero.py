@@ -752,3 +752,35 @@ def test_self_play_with_an_evaluation_cache_reports_its_hits() -> None:
     assert 0 < stats["selfplay/cache_hits"] < 1 and "selfplay/cache_hits" not in plain
     assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
     assert bool((samples.policy[~samples.legal] == 0).all())
+
+
+def test_gumbel_self_play_targets_more_moves_than_it_visits() -> None:
+    """With 4 simulations over 7 columns, visit-count targets name at most 4 moves; Gumbel's
+    improved policy gives a share to every move not proven lost, so most of its targets name
+    more, and they stay distributions over legal moves."""
+    few = replace(TINY.search, simulations=4)
+    gumbel, _ = self_play(
+        tiny_net(), replace(TINY, search=replace(few, root="gumbel")), torch.Generator().manual_seed(SEED)
+    )
+    puct, _ = self_play(tiny_net(), replace(TINY, search=few), torch.Generator().manual_seed(SEED))
+    assert torch.allclose(gumbel.policy.sum(1), torch.ones(len(gumbel)), atol=1e-5)
+    assert bool((gumbel.policy[~gumbel.legal] == 0).all())
+    assert int((puct.policy > 0).sum(1).max()) <= 4
+    named = (gumbel.policy > 0).sum(1)[~gumbel.proven]
+    assert float((named > 4).float().mean()) > 0.5
+
+
+def test_self_play_with_tree_reuse_keeps_visits_and_well_formed_targets() -> None:
+    """Reuse keeps some of the chosen subtree's visits at the next move of the same game,
+    and the targets stay distributions over legal moves."""
+    config = replace(TINY, reuse_tree=True)
+    samples, stats = self_play(tiny_net(), config, torch.Generator().manual_seed(SEED))
+    _, plain = self_play(tiny_net(), TINY, torch.Generator().manual_seed(SEED))
+    assert stats["selfplay/kept_visits"] > 0 and "selfplay/kept_visits" not in plain
+    assert torch.allclose(samples.policy.sum(1), torch.ones(len(samples)), atol=1e-5)
+    assert bool((samples.policy[~samples.legal] == 0).all())
+
+
+def test_tree_reuse_refuses_gumbels_root() -> None:
+    with pytest.raises(ValueError, match="Gumbel"):
+        replace(TINY, reuse_tree=True, search=replace(TINY.search, root="gumbel"))

@@ -23,7 +23,14 @@ from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import Solver
 from c4core.games.players import RandomBot
 from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
-from c4core.learners.search import EvaluationCache, SearchPlayer, search, search_position
+from c4core.learners.search import (
+    EvaluationCache,
+    SearchPlayer,
+    TreeReuse,
+    halving_plan,
+    search,
+    search_position,
+)
 from c4core.players import make_player
 
 SEED = 4321
@@ -332,6 +339,10 @@ def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
         dict(temperature=-1.0),
         dict(probe_from=-1),
         dict(probe_nodes=0),
+        dict(root="alphabeta"),
+        dict(considered_actions=0),
+        dict(c_visit=0.0),
+        dict(c_scale=-0.1),
     ):
         with pytest.raises(ValueError):
             SearchConfig(**bad)
@@ -543,3 +554,189 @@ def test_a_cached_search_searches_alike_with_fewer_forwards(net: PolicyValueNet)
     assert len(small.table) == 8
     with pytest.raises(ValueError, match="at least one position"):
         EvaluationCache(net, capacity=0)
+
+
+# ---- Gumbel root search -----------------------------------------------------------------------------
+@pytest.mark.parametrize("considered", [1, 2, 3, 4, 7, 16, 24])
+@pytest.mark.parametrize("simulations", [1, 2, 5, 8, 16, 64, 256])
+def test_a_halving_plan_can_be_followed_and_halves_the_moves(considered: int, simulations: int) -> None:
+    """Every simulation finds a move with the visits the plan names, the first phase visits
+    every considered move once before any twice, and later phases visit fewer moves."""
+    plan = halving_plan(considered, simulations)
+    assert len(plan) == simulations
+    visits = np.zeros(considered, np.int64)
+    for due in plan:
+        (at,) = np.flatnonzero(visits == due)[:1]
+        visits[at] += 1
+    assert visits.sum() == simulations
+    assert (plan[: min(considered, simulations)] == 0).all()
+    reached = [int((visits > k).sum()) for k in range(int(visits.max()))]
+    assert reached == sorted(reached, reverse=True)
+
+
+def test_halving_plans_of_known_sizes() -> None:
+    assert halving_plan(4, 8).tolist() == [0, 0, 0, 0, 1, 1, 2, 2]
+    assert halving_plan(2, 4).tolist() == [0, 0, 1, 1]
+    assert halving_plan(1, 3).tolist() == [0, 1, 2]
+
+
+class FirstMoveValues:
+    """An evaluator with the same priors everywhere, a value `after[a]` (for the player to move
+    there) at the position after the first move a, and 0 everywhere else."""
+
+    def __init__(self, prior: list[float], after: dict[int, float]):
+        self.prior = torch.tensor(prior)
+        self.after = {Position.from_moves(str(a + 1)).mask: v for a, v in after.items()}
+
+    def evaluate(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        legal = batch.legal().float()
+        probs = legal * self.prior
+        values = [
+            self.after.get(batch.state(i).mask, 0.0) if batch.state(i).ply == 1 else 0.0
+            for i in range(len(batch))
+        ]
+        return probs / probs.sum(1, keepdim=True), torch.tensor(values)
+
+
+def test_gumbel_halves_to_the_best_move_and_targets_the_improved_policy() -> None:
+    """A known tiny tree: 8 simulations over the 4 moves of highest prior (3, 4, 2 and 5),
+    then the 2 best of them by logit + sigma(Q), then the better; every deeper position is worth 0.
+    The first-move values make move 4 (q 0.6) and move 2 (q 0.4) beat move 3, the most
+    likely, whose q is -0.5. The target is softmax(log prior + sigma(completed Q)) as the paper
+    defines it, computed here from the tree's numbers."""
+    prior = np.array([0.02, 0.07, 0.15, 0.35, 0.2, 0.12, 0.09])
+    q_first = {3: -0.5, 4: 0.6, 2: 0.4, 5: -0.2}  # for the root's mover
+    oracle = FirstMoveValues(prior.tolist(), {a: -q for a, q in q_first.items()})
+    cfg = SearchConfig(simulations=8, root="gumbel", considered_actions=4)
+    r = search_position(oracle, Position(), cfg)
+    assert r.visits == [0, 0, 3, 1, 3, 1, 0]
+    assert r.column == 4
+    # the tree's own numbers: one visit each at q_first, two more each at 0 for moves 2 and 4
+    n = np.array(r.visits, float)
+    q = np.array([0, 0, 0.4 / 3, -0.5, 0.6 / 3, -0.2, 0])
+    seen = n > 0
+    mixed = (0.0 + n.sum() * (prior[seen] * q[seen]).sum() / prior[seen].sum()) / (1 + n.sum())
+    completed = np.where(seen, q, mixed)
+    scaled = (completed - completed.min()) / (completed.max() - completed.min())
+    logits = np.log(prior) + (50 + n.max()) * 0.1 * scaled
+    target = np.exp(logits) / np.exp(logits).sum()
+    assert np.allclose(r.probs, target)
+    assert r.probs[4] == max(r.probs) and min(r.probs) > 0  # unvisited moves keep a share
+    assert r.value == pytest.approx((0 + n @ q) / (1 + n.sum()))
+
+
+def test_gumbel_search_is_well_formed_and_follows_its_noise(net: PolicyValueNet) -> None:
+    positions = [Position()] + [Position.from_moves(m) for m in ("4", "44", "4453", "444444" + "333333")]
+    boards = Boards.from_positions(positions)
+    for sims in (1, 7, 64):
+        r = search(net, boards, SearchConfig(simulations=sims, root="gumbel"))
+        assert (r.visits.sum(1) == r.simulations).all() and np.allclose(r.probs.sum(1), 1.0)
+        assert (r.simulations[np.isnan(r.proven)] == sims).all()
+    assert r.visits[4, 2] == r.visits[4, 3] == 0 and r.probs[4, 2] == r.probs[4, 3] == 0  # full columns
+    noisy = SearchConfig(simulations=16, root="gumbel", root_noise=True)
+    opening = Boards.from_positions([Position()] * 40)
+
+    def columns(seed: int | None) -> np.ndarray:
+        config = noisy if seed is not None else SearchConfig(simulations=16, root="gumbel")
+        return search(net, opening, config, torch.Generator().manual_seed(seed or 0)).columns
+
+    assert (columns(1) == columns(1)).all()
+    assert len(set(columns(1).tolist())) > 1  # Gumbel noise samples different first moves
+    assert len(set(columns(None).tolist())) == 1  # without it the search is deterministic
+
+
+def test_gumbel_keeps_the_proofs(net: PolicyValueNet) -> None:
+    """It proves and plays a forced win, finds the only defence, and never plays or targets a
+    proven-lost move."""
+    moves, winning, _ = WIN_IN_3
+    r = search_position(net, Position.from_moves(moves), SearchConfig(simulations=500, root="gumbel"))
+    assert r.proven == 1 and r.column in winning
+    r = search_position(net, Position.from_moves(ONLY_DEFENCE), SearchConfig(simulations=1500, root="gumbel"))
+    assert r.column == 5
+    r = search_position(net, Position.from_moves("43516"), SearchConfig(simulations=64, root="gumbel"))
+    assert r.column == 6 and r.probs[6] == 1.0 and sum(r.visits) == 64
+
+
+# ---- tree reuse -----------------------------------------------------------------------------------
+def test_a_reused_tree_starts_from_the_subtree_of_the_move_played(net: PolicyValueNet) -> None:
+    """After one search of game 7, the played move's child keeps its edge visits, and the next
+    search only tops its root up to the simulations: the kept visits are evaluations saved."""
+    reuse, cfg = TreeReuse(), SearchConfig(simulations=64)
+    before = search(
+        net, Boards.from_positions([Position.from_moves("44")]), cfg, reuse=reuse, games=np.array([7])
+    )
+    column = int(before.columns[0])
+    forest, root = reuse.at[7]
+    kept = forest.visits[int(forest.child[root, column])].copy()
+    assert 0 < kept.sum() == before.visits[0, column] - 1  # its own first visit evaluated it
+    reuse.played(np.array([7]), np.array([column]))
+    after_move = Boards.from_positions([Position.from_moves("44" + str(column + 1))])
+    again = search(net, after_move, cfg, reuse=reuse, games=np.array([7]))
+    assert again.visits[0].sum() == 64 and (again.visits[0] >= kept).all()
+    assert again.simulations[0] == 64 - kept.sum()
+    fresh = search(net, after_move, cfg)
+    assert again.net_values[0] == pytest.approx(fresh.net_values[0])  # the kept root's own evaluation
+    assert np.allclose(again.priors[0], fresh.priors[0])
+
+
+def test_reuse_follows_whole_games_and_forgets_finished_ones(net: PolicyValueNet) -> None:
+    """Six games played to the end with reuse: every search tops its roots up to the
+    simulations from what was kept, never needs more nodes than a forest holds, and forgets a
+    game that ends or leaves its tree."""
+    boards = Boards(6)
+    reuse, cfg = TreeReuse(), SearchConfig(simulations=24)
+    rng = np.random.default_rng(0)
+    kept_any = False
+    while not bool(boards.done.all()):
+        live = np.flatnonzero(~boards.done.numpy())
+        r = search(net, boards.select(torch.from_numpy(live)), cfg, reuse=reuse, games=live)
+        unproven = np.isnan(r.proven)
+        assert (r.visits.sum(1)[unproven] == 24).all()
+        kept = r.visits.sum(1) - r.simulations
+        kept_any |= bool((kept > 0).any())
+        for forest, _ in reuse.at.values():
+            assert (forest.used <= forest.capacity).all()
+            assert (forest.visits[forest.roots].sum(1) + 1 >= forest.used).all()  # nodes fit visits
+        cols = torch.zeros(len(boards), dtype=torch.int64)
+        cols[live] = torch.from_numpy(r.columns)
+        wander = live[rng.random(len(live)) < 0.2]  # sometimes a move the search did not pick
+        cols[wander] = torch.from_numpy(rng.integers(0, 7, len(wander)))
+        legal = boards.legal()
+        cols = torch.where(legal[torch.arange(len(boards)), cols], cols, legal.float().argmax(1))
+        reuse.played(live, cols[live].numpy())
+        boards.play(cols)
+        assert set(reuse.at) <= set(live.tolist())
+    assert kept_any
+    reuse.played(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert not reuse.at  # no game left: no forest kept alive
+
+
+def test_reused_dots_and_boxes_trees_keep_their_proofs(dots_positions: list) -> None:
+    """Through the game's own states (a player may move twice): a few simulations, a move,
+    then a reused search proves the exhaustive minimax value from the kept subtree."""
+    game = load("dots_and_boxes", rows=2, cols=2)
+    checked = 0
+    for state in dots_positions[1:]:
+        reuse = TreeReuse()
+        first = search(Oracle(exact=False), game.batch_of([state]), SearchConfig(simulations=30), reuse=reuse)
+        after = state.apply(int(first.columns[0]))
+        reuse.played(np.array([0]), first.columns)
+        if after.is_terminal or 0 not in reuse.at:
+            continue
+        forest, node = reuse.at[0]
+        kept = int(forest.visits[node].sum())
+        again = search(
+            Oracle(exact=False), game.batch_of([after]), SearchConfig(simulations=20_000), reuse=reuse
+        )
+        assert again.visits[0].sum() == again.simulations[0] + kept  # it started from the kept visits
+        assert again.proven[0] == first_player_value(after) * (1 if after.current_player() == 0 else -1)
+        checked += kept > 0
+    assert checked >= 3
+
+
+def test_reuse_refuses_gumbel_and_mismatched_ids(net: PolicyValueNet) -> None:
+    boards = Boards.from_positions([Position()])
+    with pytest.raises(ValueError, match="Gumbel"):
+        search(net, boards, SearchConfig(simulations=4, root="gumbel"), reuse=TreeReuse())
+    with pytest.raises(ValueError, match="2 game ids for 1"):
+        search(net, boards, SearchConfig(simulations=4), reuse=TreeReuse(), games=np.array([0, 1]))

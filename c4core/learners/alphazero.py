@@ -80,7 +80,7 @@ from c4core.games import (
 from c4core.games.players import Player, play_opening
 from c4core.learners.net import NetPlayer, PolicyValueNet
 from c4core.learners.ranks import ALONE, Ranks
-from c4core.learners.search import EvaluationCache, Evaluator, SearchPlayer, search
+from c4core.learners.search import EvaluationCache, Evaluator, SearchPlayer, TreeReuse, search
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,7 @@ def self_play(
     sampled_until = (opening + config.temperature_plies).cpu()
     scfg = replace(config.search, max_trees=config.games)  # every game in one batch
     evaluator = EvaluationCache(net, config.evaluation_cache) if config.evaluation_cache else net
+    reuse = TreeReuse() if config.reuse_tree else None
     rows: list[tuple[torch.Tensor, ...]] = []
     positions: list[State] = []  # the rescored decisions' positions, in order
     net.eval()
@@ -150,7 +151,7 @@ def self_play(
         live = torch.nonzero(learner).squeeze(1)
         if len(live):
             row, cols[live] = _learner_moves(
-                evaluator, boards, live, plies, scfg, generator, solver, sampled_until
+                evaluator, boards, live, plies, scfg, generator, solver, sampled_until, reuse
             )
             rows.append(row)
             if config.solve_from:
@@ -160,10 +161,13 @@ def self_play(
             idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
             if len(idx):
                 cols[idx] = player.act(boards.select(idx), generator).to(device)
+        if reuse is not None:
+            moving = torch.nonzero(~boards.done).squeeze(1).cpu()
+            reuse.played(moving.numpy(), cols.cpu()[moving].numpy())
         plies += (~boards.done).cpu().long()
         boards.play(cols)
 
-    in_game, observation, legal, player, ply, policy, q, exact = (
+    in_game, observation, legal, player, ply, policy, q, exact, kept = (
         torch.cat(x) for x in zip(*rows, strict=True)
     )
     proven_roots = float((~torch.isnan(exact)).sum()) / max(len(exact), 1)
@@ -196,6 +200,8 @@ def self_play(
     )
     if isinstance(evaluator, EvaluationCache):
         stats["selfplay/cache_hits"] = evaluator.hits / max(evaluator.hits + evaluator.misses, 1)
+    if reuse is not None:
+        stats["selfplay/kept_visits"] = float(kept.float().mean())
     return samples, stats
 
 
@@ -253,11 +259,13 @@ def _learner_moves(
     generator: torch.Generator,
     solver: ExactSolver | None,
     sampled_until: torch.Tensor,
+    reuse: TreeReuse | None = None,
 ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
-    """The learner's searched moves in the games at `live`, sampled in proportion to the visits
-    before `sampled_until`, and the decisions' record (game, position, visits, q, proof)."""
+    """The learner's searched moves in the games at `live`, sampled in proportion to the policy
+    target before `sampled_until`, and the decisions' record (game, position, target, q, proof,
+    root visits kept by `reuse`)."""
     here = boards.select(live)
-    r = search(net, here, scfg, generator, solver)
+    r = search(net, here, scfg, generator, solver, reuse, live.cpu().numpy())
     probs = torch.from_numpy(r.probs).float()
     cols = torch.from_numpy(r.columns)
     ply = plies[live.cpu()]
@@ -273,6 +281,7 @@ def _learner_moves(
         probs,
         torch.from_numpy(r.values).float(),
         torch.from_numpy(r.proven).float(),  # NaN where search proved nothing
+        torch.from_numpy(r.visits.sum(1) - r.simulations),
     )
     return row, cols.to(boards.device)
 

@@ -49,6 +49,28 @@ root was proven at its own expansion, e.g. when a winning move is on the board).
 Root noise (Dirichlet, as in AlphaZero) is for self-play training only and is off by default,
 so evaluation is deterministic: same net, same position, same visit counts.
 
+Tree reuse (`TreeReuse`): a search may start each tree from the subtree that the game's moves
+since its last search reached, with that subtree's visits, values and proofs, and run only the
+simulations that bring its root to `config.simulations` visits: the kept visits are evaluations
+saved. A subtree holds at most one node more than its root's visits, so a kept tree still fits
+its `simulations + 1` nodes.
+
+Gumbel root search (`SearchConfig.root` = "gumbel"; Danihelka, Guez, Schrittwieser and Silver,
+"Policy improvement by planning with Gumbel", ICLR 2022) changes only the root. Each legal move
+a gets a score g(a) + logit(a), with g Gumbel noise when `root_noise` is on (else 0) and logit
+the log prior; the m best (`considered_actions`) are the Gumbel-top-m sample without
+replacement. Sequential halving then shares the simulations among them in about log2(m)
+phases of equal visits each, keeping after each phase the half with the best
+g + logit + sigma(Q), where sigma(q) = (c_visit + max N) * c_scale * q and Q is the completed
+value: a visited move's mean (an exact move's exact value), an unvisited one's the root's
+mixed value (its net value and the visited moves' prior-weighted means, weighted by visits),
+rescaled to 0..1 over the legal moves. Each simulation's root move is the best-scoring one whose
+visits are the halving plan's count for that simulation (`halving_plan`), so the plan holds
+exactly. The move played is the best-scoring survivor; the policy target is the improved policy
+softmax(logit + sigma(completed Q)), which keeps learning from a handful of simulations where
+the visit counts say little. Proven-lost moves are never played and are removed from the
+target, as under PUCT.
+
 Tree storage is numpy arrays indexed by node id (``tree * capacity + slot``), one row per node
 and one column per action for the edge statistics; capacity is ``simulations + 1`` since a
 simulation adds at most one node. The nodes' game states live in the game's `SearchTree`
@@ -59,6 +81,7 @@ a player who moves twice in a row (Dots and Boxes) is handled like any other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -158,10 +181,12 @@ class BatchSearch:
     """What a search returns for a batch; rows of finished games are all zeros (proven NaN)."""
 
     visits: np.ndarray
-    """[n, cols] int: root visit counts; each row sums to `simulations[i]`."""
+    """[n, cols] int: root visit counts; each row sums to `simulations[i]`, plus the visits a
+    reused tree kept (`TreeReuse`): the search's `simulations` unless the root was proven."""
     probs: np.ndarray
-    """[n, cols] float: the visit distribution with proven-lost moves removed; one-hot on the
-    chosen move when the root is proven (or when no simulation ran)."""
+    """[n, cols] float: the policy target: the visit distribution (Gumbel's improved policy)
+    with proven-lost moves removed; one-hot on the chosen move when the root is proven (or when
+    no simulation ran)."""
     columns: np.ndarray
     """[n] int: the chosen column (0-based)."""
     values: np.ndarray
@@ -176,7 +201,7 @@ class BatchSearch:
     """[n, cols] float: the exact value of each root move for the side to move (+1, 0, -1), NaN
     where unknown or illegal."""
     simulations: np.ndarray
-    """[n] int: simulations run (fewer than asked when the root was proven early)."""
+    """[n] int: simulations this search ran (fewer than asked when the root was proven early)."""
     priors: np.ndarray
     """[n, cols] float: the network's own move probabilities at the root (no noise)."""
     net_values: np.ndarray
@@ -191,9 +216,10 @@ class SearchResult:
     column: int
     """The chosen column (0-based)."""
     visits: list[int]
-    """Root visit counts per column (sum = `simulations`)."""
+    """Root visit counts per column (sum = `simulations`: `search_position` reuses no tree)."""
     probs: list[float]
-    """Visit distribution without proven-lost moves (one-hot when proven)."""
+    """The policy target: the visit distribution (Gumbel's improved policy) without proven-lost
+    moves (one-hot when proven)."""
     value: float
     """Root value for the side to move, in -1..1."""
     proven: float | None
@@ -212,19 +238,55 @@ class SearchResult:
     """The network's value."""
 
 
+class TreeReuse:
+    """Tree reuse between moves, as AlphaZero and KataGo keep the subtree of the move played:
+    where each game of a batch stands in the forest of its last search. Pass one to `search`
+    with the games' ids, and tell it every move played (`played`). The next search of a game
+    starts from a copy of the subtree its moves reached, with its visits, values and proofs, and
+    runs only the simulations that bring the root to `SearchConfig.simulations` visits, so the
+    kept visits are evaluations saved, and the policy target counts them as its own. Gumbel's
+    root is refused: its halving plan starts from an unvisited root."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, tuple[_Forest, int]] = {}
+        """Each game's forest and node, by the game's id."""
+
+    def played(self, games: np.ndarray, actions: np.ndarray) -> None:
+        """Follow each of `games` (ids) down its move in `actions`. A game not among them has
+        finished, and one whose move leaves its kept tree starts afresh: both are forgotten, so
+        no finished game keeps an old forest alive."""
+        moved: dict[int, tuple[_Forest, int]] = {}
+        for game, action in zip(games.tolist(), actions.tolist(), strict=True):
+            if game in self.at:
+                forest, node = self.at[game]
+                child = int(forest.child[node, action])
+                if child >= 0:
+                    moved[game] = (forest, child)
+        self.at = moved
+
+
 def search(
     net: Evaluator,
     boards: BatchState,
     config: SearchConfig = SearchConfig(),
     generator: torch.Generator | None = None,
     solver: ExactSolver | None = None,
+    reuse: TreeReuse | None = None,
+    games: np.ndarray | None = None,
 ) -> BatchSearch:
     """Search every unfinished game of `boards` (one tree each, any game), `config.max_trees`
     trees at a time.
 
     With `config.probe_from`, leaves of at least that many moves are probed with `solver`, the
     game's exact solver (`Game.exact_solver`), `config.probe_nodes` nodes each; pass one to keep
-    its table warm across calls, else a fresh one is made."""
+    its table warm across calls, else a fresh one is made. With `reuse`, each game (its id in
+    `games`, one per row of `boards`; by default the rows' indices) starts from the subtree its
+    moves reached since its last search, and `reuse` then holds this search's trees."""
+    if reuse is not None and config.root == "gumbel":
+        raise ValueError("tree reuse keeps visits, and Gumbel's root plans its visits from none")
+    ids = np.arange(len(boards)) if games is None else np.asarray(games, np.int64)
+    if len(ids) != len(boards):
+        raise ValueError(f"{len(ids)} game ids for {len(boards)} games")
     game = game_of(boards)
     if isinstance(net, PolicyValueNet) and net.game != game:
         ours, theirs = ("x".join(map(str, g.observation_shape[1:])) for g in (net.game, game))
@@ -261,9 +323,15 @@ def search(
             tree = _tree_of(game, len(idx) * capacity, by_margin(net))
             tree.place(np.arange(len(idx), dtype=np.int64) * capacity, boards, idx)
             forest = _Forest(net, tree, game.num_actions, len(idx), config, rng, solver)
+            if reuse is not None:
+                forest.transplant([reuse.at.get(int(g)) for g in ids[idx]])
             forest.run()
             for key, value in forest.results().items():
                 out[key][idx] = value
+            if reuse is not None:
+                reuse.at.update(
+                    (int(g), (forest, int(root))) for g, root in zip(ids[idx], forest.roots, strict=True)
+                )
     return BatchSearch(**out)
 
 
@@ -309,6 +377,8 @@ class SearchPlayer(Player):
         self.net = net.eval()
         self.net_name = net_name
         self.name = f"{net_name}+mcts{self.config.simulations}"
+        if self.config.root == "gumbel":
+            self.name += "+gumbel"
         self.solver: ExactSolver | None = None
         self._solved: Game | None = None  # the game `solver` solves
         if self.config.probe_from:
@@ -337,6 +407,25 @@ def _probe_solver(game: Game) -> ExactSolver:
     except ValueError:
         needs = "probing leaves needs the exact solver"
         raise ValueError(f"{needs}, which {game.variant} does not have") from None
+
+
+def halving_plan(considered: int, simulations: int) -> np.ndarray:
+    """Sequential halving's plan for a root that considers `considered` moves: element i is the
+    visits that simulation i's root move has before it. Every phase gives each remaining move
+    the same number of visits, ``max(1, simulations // (ceil(log2 m) * remaining))``, then
+    halves the remaining moves (never below two), until the simulations are spent; one move
+    considered gets them all."""
+    if considered <= 1:
+        return np.arange(simulations)
+    phases = math.ceil(math.log2(considered))
+    plan: list[int] = []
+    held, remaining = 0, considered
+    while len(plan) < simulations:
+        for _ in range(max(1, simulations // (phases * remaining))):
+            plan += [held] * remaining
+            held += 1
+        remaining = max(2, remaining // 2)
+    return np.array(plan[:simulations], np.int64)
 
 
 # ---- tree storage ------------------------------------------------------------------------------
@@ -448,21 +537,30 @@ class _Forest:
         self.used = np.ones(b, np.int64)  # slot 0 of every tree is its root
         self.roots = np.arange(b, dtype=np.int64) * cap
         self.root_prior = np.zeros((b, c))
+        self.kept = np.zeros(b, np.int64)  # root visits each tree kept from an earlier search
+        self.transplanted = np.zeros(b, bool)  # roots that came with a kept subtree
+        self.gumbel = config.root == "gumbel"
+        self.noise = np.zeros((b, c))  # Gumbel's g at each root (0 without root noise)
+        self.plan = np.zeros((b, config.simulations), np.int64)  # Gumbel's halving plan per root
 
     # ---- main loop ------------------------------------------------------------------------------
     def run(self) -> None:
         roots = self.roots
-        self._expand(roots)
-        self._evaluate(roots)  # roots always get a net evaluation: it is reported, proven or not
+        fresh = roots[~self.transplanted]  # a kept root comes expanded and evaluated
+        self._expand(fresh)
+        self._evaluate(fresh)  # roots always get a net evaluation: it is reported, proven or not
         self.root_prior = self.prior[roots].copy()
-        if self.config.root_noise:
+        if self.gumbel:
+            self._plan_halving()
+        elif self.config.root_noise:
             self._add_root_noise()
-        active = np.flatnonzero(np.isnan(self.node_exact[roots]))
-        for _ in range(self.config.simulations):
+        budget = self.config.simulations - self.kept  # a kept tree tops its root up
+        active = np.flatnonzero(np.isnan(self.node_exact[roots]) & (budget > 0))
+        for step in range(self.config.simulations):
             if not len(active):
                 break
             self._simulate(active)
-            active = active[np.isnan(self.node_exact[roots[active]])]
+            active = active[np.isnan(self.node_exact[roots[active]]) & (budget[active] > step + 1)]
 
     def _simulate(self, trees: np.ndarray) -> None:
         """One simulation in each of `trees`: select, expand, evaluate, back up, prove."""
@@ -476,7 +574,7 @@ class _Forest:
         going = np.arange(k)
         while len(going):
             at = node[going]
-            edge = self._select(at)
+            edge = self._select_root(trees) if self.gumbel and not path_nodes else self._select(at)
             nodes_d = np.full(k, -1, np.int64)
             edges_d = np.full(k, -1, np.int64)
             nodes_d[going], edges_d[going] = at, edge
@@ -515,6 +613,54 @@ class _Forest:
         if len(proved):
             self._propagate(nodes[proved], edges[proved], depth[proved], new_node[proved])
 
+    def transplant(self, sources: list[tuple[_Forest, int] | None]) -> None:
+        """Start tree i from a copy of `sources[i]`'s subtree (a forest and a node; None: a
+        fresh tree), level by level. A subtree has at most one node more than its root's visits,
+        which are fewer than the simulations (its parent's edge took one to make it), so it
+        fits; should one not, an edge whose child did not fit keeps its statistics and grows a
+        fresh child when next selected. The roots' states are already placed; the states below
+        are played out again from them, through the game's tree."""
+        by_forest: dict[int, tuple[_Forest, list[int], list[int]]] = {}
+        for i, source in enumerate(sources):
+            if source is not None:
+                forest, node = source
+                by_forest.setdefault(id(forest), (forest, [], []))
+                by_forest[id(forest)][1].append(i)
+                by_forest[id(forest)][2].append(node)
+        rows = (
+            "node_value",
+            "node_exact",
+            "node_length",
+            "legal",
+            "prior",
+            "visits",
+            "value_sum",
+            "exact",
+            "length",
+        )
+        for forest, tree_list, node_list in by_forest.values():
+            trees, src = np.array(tree_list, np.int64), np.array(node_list, np.int64)
+            self.transplanted[trees] = True
+            dst = self.roots[trees]
+            while len(src):  # one level of the kept subtrees; `trees` stays sorted
+                for name in rows:
+                    getattr(self, name)[dst] = getattr(forest, name)[src]
+                self.child[dst] = -1
+                # what expanding did when the node was made (a StateTree keeps its children)
+                self.tree.expand(dst)
+                row, action = np.nonzero(forest.child[src] >= 0)
+                owner = trees[row]
+                _, first, count = np.unique(owner, return_index=True, return_counts=True)
+                slot = self.used[owner] + np.arange(len(owner)) - np.repeat(first, count)
+                fits = slot < self.capacity
+                row, action, owner, slot = row[fits], action[fits], owner[fits], slot[fits]
+                made = owner * self.capacity + slot
+                np.add.at(self.used, owner, 1)
+                self.child[dst[row], action] = made
+                self.tree.add_children(dst[row], action, made)
+                trees, src, dst = owner, forest.child[src[row], action].astype(np.int64), made
+        self.kept = self.visits[self.roots].sum(1).astype(np.int64)
+
     # ---- steps ----------------------------------------------------------------------------------
     def _select(self, at: np.ndarray) -> np.ndarray:
         """The PUCT edge at each node of `at` (unproven nodes, so some edge is selectable)."""
@@ -528,6 +674,53 @@ class _Forest:
         u = self.config.c_puct * self.prior[at] * np.sqrt(1 + total)[:, None] / (1 + n)
         score = np.where(self.legal[at] & ~(exact == -1), q + u, -np.inf)
         return score.argmax(1)
+
+    def _plan_halving(self) -> None:
+        """Gumbel's noise at every root, when `root_noise` is on, and each root's halving plan
+        for min(m, legal moves) considered moves."""
+        legal = self.legal[self.roots]
+        if self.config.root_noise:
+            self.noise = np.where(legal, self.rng.gumbel(size=legal.shape), 0.0)
+        considered = np.minimum(self.config.considered_actions, legal.sum(1))
+        plans = {m: halving_plan(int(m), self.config.simulations) for m in np.unique(considered)}
+        self.plan = np.stack([plans[m] for m in considered]) if len(considered) else self.plan
+
+    def _logits(self, trees: np.ndarray) -> np.ndarray:
+        """Log priors (the net's, without noise) at the roots of `trees`; -inf where illegal."""
+        prior = np.maximum(self.root_prior[trees], np.finfo(np.float64).tiny)
+        return np.where(self.legal[self.roots[trees]], np.log(prior), -np.inf)
+
+    def _sigma(self, trees: np.ndarray) -> np.ndarray:
+        """Gumbel's sigma(completed Q) for every move at the roots of `trees`."""
+        roots = self.roots[trees]
+        n = self.visits[roots].astype(np.float64)
+        q = np.where(n > 0, self.value_sum[roots] / np.maximum(n, 1), np.nan)
+        exact = self.exact[roots]
+        q = np.where(np.isnan(exact), q, exact)
+        legal = self.legal[roots]
+        seen = legal & ~np.isnan(q)
+        prior = self.root_prior[trees]
+        mass = np.where(seen, prior, 0.0).sum(1)
+        seen_mean = np.where(seen, prior * np.nan_to_num(q), 0.0).sum(1) / np.maximum(mass, 1e-12)
+        total = n.sum(1)
+        mixed = (self.node_value[roots] + total * seen_mean) / (1 + total)
+        completed = np.where(seen, q, mixed[:, None])
+        low = np.where(legal, completed, np.inf).min(1, keepdims=True)
+        high = np.where(legal, completed, -np.inf).max(1, keepdims=True)
+        scaled = (completed - low) / np.maximum(high - low, 1e-8)
+        cfg = self.config
+        return (cfg.c_visit + n.max(1, keepdims=True)) * cfg.c_scale * np.where(legal, scaled, 0.0)
+
+    def _select_root(self, trees: np.ndarray) -> np.ndarray:
+        """Gumbel's root move for the next simulation of each of `trees`: the best
+        g + logit + sigma(Q) among the moves whose visits are what the halving plan says."""
+        roots = self.roots[trees]
+        visits = self.visits[roots]
+        step = visits.sum(1)
+        due = visits == self.plan[trees, step][:, None]
+        legal = self.legal[roots]
+        score = self.noise[trees] + self._logits(trees) + self._sigma(trees)
+        return np.where(legal & due, score, -np.inf).argmax(1)
 
     def _add_children(self, trees: np.ndarray, parents: np.ndarray, edges: np.ndarray) -> np.ndarray:
         """Create the nodes reached by playing `edges` at `parents` (one per tree)."""
@@ -640,18 +833,34 @@ class _Forest:
         want_short = (proven == 1)[:, None]
         key = np.where(want_short, -length, length) * 1e6 + visits + 0.5 * prior
         proven_choice = np.where(at_best, key, -np.inf).argmax(1)
-        # unproven root: the most visited move that is not a proven loss, ties by prior
         allowed = legal & ~(exact == -1)
         counts = np.where(allowed, visits, 0).astype(np.float64)
-        choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
+        if self.gumbel:
+            # unproven root: the best-scoring move among the most visited (halving's survivor)
+            trees = np.arange(self.trees)
+            score = self._logits(trees) + self._sigma(trees)
+            # softmax over the allowed moves; a row with none (a proven root) plays its proof
+            top = np.where(allowed, score, -np.inf).max(1, keepdims=True)
+            improved = np.exp(np.where(allowed, score - np.where(np.isfinite(top), top, 0.0), -np.inf))
+            basis = improved / np.maximum(improved.sum(1, keepdims=True), np.finfo(np.float64).tiny)
+            survivor = allowed & (counts == counts.max(1, keepdims=True))
+            choice = np.where(survivor, score + self.noise, -np.inf).argmax(1)
+        else:
+            # unproven root: the most visited move that is not a proven loss, ties by prior
+            basis = counts
+            choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
         if self.config.temperature > 0:
             for i in np.flatnonzero(~is_proven & (counts.sum(1) > 0)):
-                weights = counts[i] ** (1.0 / self.config.temperature)
+                weights = basis[i] ** (1.0 / self.config.temperature)
                 choice[i] = self.rng.choice(len(weights), p=weights / weights.sum())
         columns = np.where(is_proven, proven_choice, choice)
         one_hot = np.eye(self.legal.shape[1])[columns]
-        sums = counts.sum(1, keepdims=True)
-        probs = np.where(is_proven[:, None] | (sums == 0), one_hot, counts / np.maximum(sums, 1))
+        sums = basis.sum(1, keepdims=True)
+        probs = np.where(
+            is_proven[:, None] | (counts.sum(1, keepdims=True) == 0),
+            one_hot,
+            basis / np.maximum(sums, 1e-300),
+        )
         total = visits.sum(1)
         mean = (self.node_value[roots] + self.value_sum[roots].sum(1)) / (1 + total)
         return {
@@ -662,7 +871,7 @@ class _Forest:
             "proven": proven,
             "lengths": np.where(is_proven, self.node_length[roots], 0),
             "move_proven": np.where(legal, exact, np.nan),
-            "simulations": total,
+            "simulations": total - self.kept,
             "priors": prior,
             "net_values": self.node_value[roots].copy(),
         }
