@@ -316,7 +316,8 @@ class AlphaZeroConfig:
     to this, so the net also learns positions that strong play never reaches (the solver
     suites are random walks of 4 to 36 plies; people on the play page wander too)."""
     temperature_plies: int = 8
-    """Plies after the opening whose move is sampled in proportion to the visits; greedy after."""
+    """Plies after the opening whose move is sampled in proportion to the policy target (the
+    visits, or Gumbel's improved policy); the search's own choice after."""
     q_weight: float = 0.5
     """Weight of the search's root value against the game outcome in unproven value targets."""
     replay_iterations: int = 4

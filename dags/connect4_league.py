@@ -92,8 +92,8 @@ PARAMS = {
         enum=["smoke", "cpu", "cpu-az", "gpu"],
         title="Profile",
         description_md="`smoke` (seconds, for tests), `cpu` (six PPO generations, then one "
-        "AlphaZero-style, each learner on two data-parallel ranks: 7 to 15 minutes on 2 cores with "
-        "native bfloat16, AMX the faster; longer in float32), `cpu-az` (the `cpu` league run on to "
+        "AlphaZero-style, each learner on two data-parallel ranks: about 5 minutes on 2 cores with "
+        "AMX, more without it; longer in float32), `cpu-az` (the `cpu` league run on to "
         "20 generations) or `gpu` (the reference sizing, all three roles; trains on CUDA).",
     ),
     "game": Param(

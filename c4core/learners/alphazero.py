@@ -18,8 +18,9 @@ The network is then fitted by cross-entropy to the policy targets plus squared e
 value targets on minibatches drawn uniformly from a **replay window** of the last
 `replay_iterations` iterations, with each position's images under the game's symmetries added
 (Connect Four's left-right mirror; supervised targets map exactly, unlike PPO's on-policy
-ratios). Moves are sampled in proportion to the visits for the first `temperature_plies` plies
-after the random opening, then played greedily. Any game of the interface (`c4core.games`)
+ratios). Moves are sampled in proportion to the policy target (the visits, or Gumbel's improved
+policy) for the first `temperature_plies` plies after the random opening, then played as the
+search chooses. Any game of the interface (`c4core.games`)
 trains alike: the player to move is asked of the game, never derived from the ply, so the
 outcome z of a decision is its own mover's even when a player moves twice in a row.
 
