@@ -541,7 +541,7 @@ class _Forest:
         self.transplanted = np.zeros(b, bool)  # roots that came with a kept subtree
         self.gumbel = config.root == "gumbel"
         self.noise = np.zeros((b, c))  # Gumbel's g at each root (0 without root noise)
-        self.plan = np.zeros((b, config.simulations), np.int64)  # Gumbel's halving plan per root
+        self.plan = np.zeros((b, 0), np.int64)  # Gumbel's halving plan per root (`_plan_halving`)
 
     # ---- main loop ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -645,7 +645,6 @@ class _Forest:
             while len(src):  # one level of the kept subtrees; `trees` stays sorted
                 for name in rows:
                     getattr(self, name)[dst] = getattr(forest, name)[src]
-                self.child[dst] = -1
                 # what expanding did when the node was made (a StateTree keeps its children)
                 self.tree.expand(dst)
                 row, action = np.nonzero(forest.child[src] >= 0)
@@ -683,7 +682,7 @@ class _Forest:
             self.noise = np.where(legal, self.rng.gumbel(size=legal.shape), 0.0)
         considered = np.minimum(self.config.considered_actions, legal.sum(1))
         plans = {m: halving_plan(int(m), self.config.simulations) for m in np.unique(considered)}
-        self.plan = np.stack([plans[m] for m in considered]) if len(considered) else self.plan
+        self.plan = np.stack([plans[m] for m in considered])
 
     def _logits(self, trees: np.ndarray) -> np.ndarray:
         """Log priors (the net's, without noise) at the roots of `trees`; -inf where illegal."""
