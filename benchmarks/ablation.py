@@ -17,6 +17,8 @@ Three steps, each a subcommand::
     # 2. one arm: the cpu-az recipe's AlphaZero generations from that base, for --minutes of
     #    wall time (the generation running when time is up is cut off and not counted)
     python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
+    #    an arm goes on from where it stopped, for --minutes more (leagues resume)
+    python benchmarks/ablation.py arm plain --resume --out /tmp/ablation --minutes 60
     # 3. every arm's AlphaZero generations and the base's last PPO snapshot on the dev suite (raw
     #    and with 256 simulations, all counted positions and plies 4-10; --jobs processes), the
     #    final champions and the newest snapshots head to head (400 games each), and each
@@ -88,7 +90,7 @@ def arm_config(arm: str) -> Any:
     return replace(
         base,
         name=f"ablation-{arm}",
-        generations=60,  # more than fit: the wall clock ends the arm
+        generations=200,  # more than fit: the wall clock ends the arm
         roles=settings["roles"],
         alphazero=overridden(base.alphazero, settings["alphazero"]),
     )
@@ -135,13 +137,20 @@ def _seed_arm(base: Path, folder: Path, roles: tuple[str, ...]) -> None:
 
 
 def cmd_arm(args: argparse.Namespace) -> int:
-    """Run one arm for `--minutes` of wall time, in a child process killed when time is up."""
+    """Run one arm for `--minutes` of wall time, in a child process killed when time is up;
+    with `--resume`, go on from where the arm's folder stopped for `--minutes` more."""
     config = arm_config(args.arm)
     folder = Path(args.out) / args.arm
-    _seed_arm(Path(args.base), folder, config.roles)
     log = folder / "generations.jsonl"
+    if args.resume:
+        if not log.exists():
+            raise SystemExit(f"--resume: {folder} holds no arm that finished a generation")
+    else:
+        _seed_arm(Path(args.base), folder, config.roles)
+    # a resumed arm's log goes on counting seconds from the wall time it already spent
+    spent = json.loads(log.read_text().splitlines()[-1])["seconds"] if args.resume else 0.0
     child = subprocess.Popen(
-        [sys.executable, __file__, "_run", args.arm, str(folder)],
+        [sys.executable, __file__, "_run", args.arm, str(folder), "--spent", str(spent)],
         start_new_session=True,  # its learner processes go with it
     )
     deadline = time.monotonic() + args.minutes * 60
@@ -165,18 +174,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     config = arm_config(args.arm)
     folder = Path(args.folder)
-    start = time.perf_counter()
+    start = time.perf_counter() - args.spent
+    log = folder / "generations.jsonl"
+    lines = log.read_text().splitlines() if log.exists() else []
+    logged = {json.loads(line)["generation"] for line in lines}
 
     def on_generation(r: Any) -> None:
-        if r.generation <= config.alphazero_from - 1:
-            return  # the base's generations, reused
+        if r.generation <= config.alphazero_from - 1 or r.generation in logged:
+            return  # the base's generations, or the ones a resumed arm finished before
         row = {
             "generation": r.generation,
             "seconds": round(time.perf_counter() - start, 1),
             "champion": r.champion,
             "elo": round(r.fit.ratings[r.champion], 1),
         }
-        with (folder / "generations.jsonl").open("a") as f:
+        with log.open("a") as f:
             f.write(json.dumps(row) + "\n")
 
     run_league(LocalStore(folder), config, on_generation)
@@ -292,18 +304,22 @@ def main() -> int:
     b.add_argument("--out", required=True)
     a = sub.add_parser("arm", help="run one arm for a fixed wall time")
     a.add_argument("arm", choices=list(ARMS))
-    a.add_argument("--base", required=True)
+    a.add_argument("--base", help="the base's folder (not needed with --resume)")
     a.add_argument("--out", required=True)
     a.add_argument("--minutes", type=float, default=30.0)
+    a.add_argument("--resume", action="store_true", help="go on from where the arm in --out stopped")
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("arm", choices=list(ARMS))
     r.add_argument("folder")
+    r.add_argument("--spent", type=float, default=0.0)
     e = sub.add_parser("evaluate", help="score every arm")
     e.add_argument("--out", required=True)
     e.add_argument("--suite", default=None)
     e.add_argument("--jobs", type=int, default=2, help="processes scoring snapshots (default: 2)")
     e.add_argument("arms", nargs="+", choices=list(ARMS))
     args = p.parse_args()
+    if args.cmd == "arm" and not (args.resume or args.base):
+        p.error("arm: --base is required unless --resume")
     return {"base": cmd_base, "arm": cmd_arm, "_run": cmd_run, "evaluate": cmd_evaluate}[args.cmd](args)
 
 
