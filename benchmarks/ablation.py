@@ -195,8 +195,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _suite_row(folder: str, generation: int, suite_path: str) -> dict[str, Any]:
-    """One snapshot's dev-suite row, raw and with 256 simulations (a worker of `evaluate`)."""
+def suite_row(folder: str, generation: int, suite_path: str, device: str = "cpu") -> dict[str, Any]:
+    """One snapshot's dev-suite row, raw and with 256 simulations, on `device` (a worker of
+    `evaluate`; `gpu_generation.py` scores its snapshot with it too)."""
     import torch
 
     from c4core.games.connect4.suite import evaluate_suite, load_suite
@@ -206,7 +207,7 @@ def _suite_row(folder: str, generation: int, suite_path: str) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     suite = load_suite(suite_path)
-    net = LocalStore(Path(folder)).snapshot(generation).build("cpu")
+    net = LocalStore(Path(folder)).snapshot(generation).build(device)
     raw = evaluate_suite(NetPlayer(net, name=f"gen{generation}"), suite)
     searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name=f"gen{generation}"), 256), suite)
     return {
@@ -250,12 +251,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     last_of = {arm: _finished(Path(args.out) / arm) for arm in args.arms}
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         start = arm_config(args.arms[0]).alphazero_from - 1  # the base's last PPO snapshot, in every arm
-        jobs["start", start] = pool.submit(_suite_row, str(Path(args.out) / args.arms[0]), start, suite_path)
+        jobs["start", start] = pool.submit(suite_row, str(Path(args.out) / args.arms[0]), start, suite_path)
         for arm in args.arms:
             folder = Path(args.out) / arm
             g = arm_config(arm).alphazero_from
             while g <= last_of[arm] and LocalStore(folder).snapshot(g) is not None:
-                jobs[arm, g] = pool.submit(_suite_row, str(folder), g, suite_path)
+                jobs[arm, g] = pool.submit(suite_row, str(folder), g, suite_path)
                 g += 1
         rows_of = {key: job.result() for key, job in jobs.items()}
     out["start"] = rows_of.pop(("start", start))

@@ -5,7 +5,7 @@ changes to the recipe it tries.
 
     python benchmarks/gpu_generation.py --out $OUT/gpu                      # on the GPU machine
     python benchmarks/gpu_generation.py --out /tmp/gpucheck --device cpu \\
-        --iterations 1 --games 16 --simulations 0                           # the script itself, here
+        --iterations 1 --games 16                                           # the script itself, here
 
 The recipe is `CANDIDATE`: the `gpu` profile's 4x64 net and 2,048 games an iteration, its main
 agent alone, trained by the AlphaZero-style learner from a fresh net with what won on the CPU
@@ -13,7 +13,8 @@ agent alone, trained by the AlphaZero-style learner from a fresh net with what w
 the league; docs/BENCHMARKS.md). Each learner iteration appends a line to ``iterations.jsonl``
 under --out as it ends (seconds, the GPU's peak memory, the learner's metrics), so a run cut off
 by its time limit still leaves its figures; at the end ``result.json`` adds the generation's
-time and the snapshot on the dev suite, raw and with --simulations (0 skips the searched run).
+time and the snapshot on the dev suite, raw and with 256 simulations (the ablation's
+`suite_row`), with the suite's own peak memory.
 A second run into the same --out resumes the league instead of training again.
 """
 
@@ -28,13 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from ablation import suite_row  # the ablation's suite row: raw and with 256 simulations
 
 from c4core.config import PROFILES, SearchConfig, overridden, with_training
-from c4core.games.connect4.suite import default_suite_path, evaluate_suite, load_suite
+from c4core.games.connect4.suite import default_suite_path
 from c4core.league.generation import run_league
 from c4core.league.store import LocalStore
-from c4core.learners.net import NetPlayer
-from c4core.learners.search import SearchPlayer
 
 CANDIDATE: dict[str, Any] = {
     "name": "gpu-check",
@@ -70,7 +70,6 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--iterations", type=int, default=None, help="learner iterations (recipe: 10)")
     parser.add_argument("--games", type=int, default=None, help="games an iteration (recipe: 2,048)")
-    parser.add_argument("--simulations", type=int, default=256, help="the suite's searched run; 0 skips it")
     parser.add_argument("--suite", default=None, help="suite file (default: ../shared/suite/dev.jsonl)")
     args = parser.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -97,23 +96,18 @@ def main() -> int:
 
     run_league(store, config, on_iteration=on_iteration)
     seconds = time.perf_counter() - start
-    net = store.snapshot(1).build(args.device)
-    suite = load_suite(suite_path)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     t = time.perf_counter()
-    raw = evaluate_suite(NetPlayer(net, name="gen1"), suite)
+    row = suite_row(str(out / "league"), 1, str(suite_path), args.device)
     result: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else args.device,
         "training": config.describe_training(),
         "generation_seconds": round(seconds, 1),
-        "suite_raw": round(raw.total.keeps_rate, 4),
-        "suite_raw_ply_4_10": round(raw.buckets["ply_4_10"].keeps_rate, 4),
+        **{f"suite_{k}": v for k, v in row.items() if k != "generation"},
+        "suite_seconds": round(time.perf_counter() - t, 1),
+        "suite_peak_mib": peak_mib(device),
     }
-    if args.simulations:
-        searched = evaluate_suite(SearchPlayer.around(NetPlayer(net, name="gen1"), args.simulations), suite)
-        result[f"suite_mcts{args.simulations}"] = round(searched.total.keeps_rate, 4)
-        result[f"suite_mcts{args.simulations}_ply_4_10"] = round(searched.buckets["ply_4_10"].keeps_rate, 4)
-    result["suite_seconds"] = round(time.perf_counter() - t, 1)
-    result["peak_mib_suite"] = peak_mib(device)
     text = json.dumps(result, indent=1)
     (out / "result.json").write_text(text)
     print(text)

@@ -623,10 +623,9 @@ class _Forest:
         by_forest: dict[int, tuple[_Forest, list[int], list[int]]] = {}
         for i, source in enumerate(sources):
             if source is not None:
-                forest, node = source
-                by_forest.setdefault(id(forest), (forest, [], []))
-                by_forest[id(forest)][1].append(i)
-                by_forest[id(forest)][2].append(node)
+                _, tree_list, node_list = by_forest.setdefault(id(source[0]), (source[0], [], []))
+                tree_list.append(i)
+                node_list.append(source[1])
         rows = (
             "node_value",
             "node_exact",
