@@ -49,18 +49,15 @@ class Recording(Player):
         return out
 
 
-def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dict[str, Any]:
-    """One snapshot's suite scores with search and its record against `perfect`."""
-    torch.set_num_threads(1)
-    from c4core.entry import registry_fetch
+def score_player(net: Player, simulations: int, games: int) -> dict[str, Any]:
+    """A 3x3 network player's suite scores with `simulations` of search, keeps-value by lines
+    drawn, and its wins as second player in `games` games against `perfect` (half of them)."""
     from c4core.evaluation.match import play_match
     from c4core.games import load
     from c4core.learners.search import SearchPlayer
     from c4core.players import make_player
 
     game = load(GAME)
-    spec = f"models:/{MODEL}/{version}"
-    net = make_player(spec, game, registry=registry_fetch(uri))
     searched = SearchPlayer.around(net, simulations)
     suite = game.suite(seed=0)
     assert suite is not None
@@ -77,14 +74,27 @@ def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dic
     # `perfect` is A: its games as first player are the snapshot's as second
     second = result.a_first
     return {
-        "arm": arm,
-        "version": version,
-        "value_target": net.net.config.value_target,
         **scores,
         "second_wins": second.loss,
         "second_games": second.games,
         "first_wins": result.b_first.loss,  # A's losses where B moved first
         "by_lines": by_lines,
+    }
+
+
+def score(arm: str, uri: str, version: int, simulations: int, games: int) -> dict[str, Any]:
+    """One registered snapshot's `score_player`."""
+    torch.set_num_threads(1)
+    from c4core.entry import registry_fetch
+    from c4core.games import load
+    from c4core.players import make_player
+
+    net = make_player(f"models:/{MODEL}/{version}", load(GAME), registry=registry_fetch(uri))
+    return {
+        "arm": arm,
+        "version": version,
+        "value_target": net.net.config.value_target,
+        **score_player(net, simulations, games),
     }
 
 

@@ -1,0 +1,147 @@
+"""Can the league's net hold 3x3 Dots and Boxes' exact values at all? (issue #27)
+
+The 3x3 leagues miss the suite's targets in the opening (3-7 lines drawn), where self-play
+learns slowly. This separates the net's capacity from self-play's sample efficiency: a fresh
+net of the given shape is fitted, with the AlphaZero-style learner's own `fit` (its loss,
+Adam, the square's eight images), on positions the exact solver labels, drawn as the suite
+draws them (uniformly random lines, a uniform count of them), and never one of the suite's
+positions or their images (held out by their line sets). Targets are the solver's: the mover's
+final box margin over the 9 boxes, and a uniform policy over the lines of best value. Every
+`--every` seconds of fitting the raw net is scored on the suite; at the end, the net with 256
+simulations of search (`margin_target.score_player`: the suite, keeps-value by lines drawn, and
+games against `perfect`).
+
+    python benchmarks/table_supervised.py --blocks 2 --channels 32 --minutes 10 --out /tmp/sup/2x32
+
+Writes `log.jsonl` (one raw row per scoring), `final.json` and `net.pt` to `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from margin_target import GAME, score_player  # noqa: E402
+
+from c4core.config import AlphaZeroConfig, NetConfig  # noqa: E402
+from c4core.games import load  # noqa: E402
+from c4core.games.dots_and_boxes import DotsAndBoxes  # noqa: E402
+from c4core.games.dots_and_boxes.rules import DRAWN_LINE  # noqa: E402
+from c4core.games.dots_and_boxes.solver import DotsSolver  # noqa: E402
+from c4core.games.players import play_opening  # noqa: E402
+from c4core.learners.alphazero import Samples, fit  # noqa: E402
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet  # noqa: E402
+
+
+def held_out(game: DotsAndBoxes) -> np.ndarray:
+    """The line sets of the suite's positions and of their images under the square's symmetries."""
+    suite = game.suite(seed=0)
+    assert suite is not None
+    out = set()
+    for item in suite.items:
+        drawn = [a for a in range(game.num_actions) if item.state.lines >> a & 1]
+        for s in game.symmetries:
+            out.add(sum(1 << s.actions[a] for a in drawn))
+    return np.array(sorted(out), np.int64)
+
+
+def labelled(
+    game: DotsAndBoxes, solver: DotsSolver, n: int, generator: torch.Generator, excluded: np.ndarray
+) -> Samples:
+    """About `n` positions after a uniform count (0 to all but one) of uniformly random lines,
+    without finished games and `excluded` line sets, with the solver's targets."""
+    boards = game.new_batch(n)
+    play_opening(boards, torch.randint(0, game.num_actions, (n,), generator=generator), generator)
+    lines = boards.lines.numpy()
+    keep = torch.from_numpy(~boards.done.numpy() & ~np.isin(lines, excluded))
+    boards = boards.select(torch.nonzero(keep).squeeze(1))
+    values = solver.action_values(boards.lines.numpy())
+    best = values == values.max(1, keepdims=True)
+    # the mover's final margin under perfect play: its lead so far and the best still to gain
+    lead = boards.margin() * (1 - 2 * boards.to_move())
+    margin = (lead.numpy() + values.max(1)) / game.boxes.boxes
+    assert (values[best] > DRAWN_LINE).all()
+    return Samples(
+        observation=boards.observation(),
+        legal=boards.legal(),
+        player=boards.to_move(),
+        ply=torch.from_numpy(np.array([bin(x).count("1") for x in boards.lines.tolist()])),
+        policy=torch.from_numpy(best / best.sum(1, keepdims=True)).float(),
+        value=torch.from_numpy(margin).float(),
+        proven=torch.ones(len(values), dtype=torch.bool),
+    )
+
+
+def raw_scores(net: PolicyValueNet, game: DotsAndBoxes) -> dict[str, float]:
+    suite = game.suite(seed=0)
+    assert suite is not None
+    return suite.score(NetPlayer(net))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=2)
+    parser.add_argument("--channels", type=int, default=32)
+    parser.add_argument("--precision", default="bfloat16")
+    parser.add_argument("--minutes", type=float, default=10.0, help="fitting time, scoring excluded")
+    parser.add_argument("--every", type=float, default=120.0, help="seconds of fitting between raw scorings")
+    parser.add_argument("--positions", type=int, default=8192, help="fresh positions a round")
+    parser.add_argument("--steps", type=int, default=16, help="gradient steps a round")
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--simulations", type=int, default=256)
+    parser.add_argument("--games", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    game = load(GAME)
+    assert isinstance(game, DotsAndBoxes)
+    solver = game.exact_solver()
+    excluded = held_out(game)
+    torch.manual_seed(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    config = AlphaZeroConfig(learning_rate=args.learning_rate)
+    net_config = NetConfig(
+        blocks=args.blocks, channels=args.channels, precision=args.precision, value_target="margin"
+    )
+    net = PolicyValueNet(net_config, game)
+    optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    fitting, seen, next_score = 0.0, 0, args.every
+    log = (args.out / "log.jsonl").open("w")
+    while fitting < args.minutes * 60:
+        start = time.perf_counter()
+        window = labelled(game, solver, args.positions, generator, excluded)
+        losses = fit(net, optimizer, window, args.steps, config, generator, game)
+        fitting += time.perf_counter() - start
+        seen += args.steps * config.batch_size
+        if fitting >= next_score or fitting >= args.minutes * 60:
+            next_score += args.every
+            row = {"seconds": round(fitting, 1), "samples": seen, **losses, **raw_scores(net, game)}
+            print(json.dumps(row), flush=True)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+    Checkpoint.of(net, game=game).save(args.out / "net.pt")
+    start = time.perf_counter()
+    final = {
+        "blocks": args.blocks,
+        "channels": args.channels,
+        "fitting_seconds": round(fitting, 1),
+        "samples": seen,
+        "raw": raw_scores(net, game),
+        "searched": score_player(NetPlayer(net), args.simulations, args.games),
+    }
+    final["scoring_seconds"] = round(time.perf_counter() - start, 1)
+    (args.out / "final.json").write_text(json.dumps(final, indent=1))
+    print(json.dumps(final), flush=True)
+
+
+if __name__ == "__main__":
+    main()
