@@ -8,9 +8,9 @@ changes to the recipe it tries.
         --iterations 1 --games 16                                           # the script itself, here
 
 The recipe is `CANDIDATE`: the `gpu` profile's 4x64 net and 2,048 games an iteration, its main
-agent alone, trained by the AlphaZero-style learner from a fresh net with what won on the CPU
-(Gumbel's root at 16 simulations, solver rescoring from ply 16, a quarter of the games against
-the league; docs/BENCHMARKS.md). Each learner iteration appends a line to ``iterations.jsonl``
+agent alone, trained by the AlphaZero-style learner from a fresh net with the `cpu` profile's recipe, what won
+on the CPU (Gumbel's root at 16 simulations, solver rescoring from ply 16, a quarter of the games
+against the league; docs/BENCHMARKS.md). Each learner iteration appends a line to ``iterations.jsonl``
 under --out as it ends (seconds, the GPU's peak memory, the learner's metrics), so a run cut off
 by its time limit still leaves its figures; at the end ``result.json`` adds the generation's
 time and the snapshot on the dev suite, raw and with 256 simulations (the ablation's
@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from ablation import suite_row  # the ablation's suite row: raw and with 256 simulations
 
-from c4core.config import PROFILES, SearchConfig, overridden, with_training
+from c4core.config import PROFILES, overridden, with_training
 from c4core.games.connect4.suite import default_suite_path
 from c4core.league.generation import run_league
 from c4core.league.store import LocalStore
@@ -42,16 +42,8 @@ CANDIDATE: dict[str, Any] = {
     "roles": ("main",),
     "processes": 1,  # the learner trains in this process, so its iterations reach the log
     "alphazero_from": 1,
-    "alphazero": {
-        "iterations": 10,
-        "games": 2048,
-        "search": SearchConfig(simulations=16, root_noise=True, root="gumbel"),
-        "opening_plies": 2,
-        "opening_plies_max": 24,
-        "replay_iterations": 8,
-        "solve_from": 16,
-        "league_share": 0.25,
-    },
+    # the `cpu` profile's AlphaZero-style recipe, 2,048 games an iteration, the learner alone on the GPU
+    "alphazero": replace(PROFILES["cpu"].alphazero, games=2048, ranks=1),
     "net": {"precision": "bfloat16"},
 }
 """The `gpu` profile's fields this check replaces: the recipe a GPU would run."""
@@ -79,7 +71,7 @@ def main() -> int:
         parser.error("no dev suite: pass --suite")
     device = torch.device(args.device)
     config = with_training(overridden(PROFILES["gpu"], CANDIDATE), args.iterations, args.games)
-    config = replace(config, device=args.device, alphazero=replace(config.alphazero, ranks=1))
+    config = replace(config, device=args.device)
     out = Path(args.out)
     store = LocalStore(out / "league")
     log = out / "iterations.jsonl"

@@ -20,24 +20,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from margin_target import GAME, score_player
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from margin_target import GAME, score_player  # noqa: E402
-
-from c4core.config import AlphaZeroConfig, NetConfig  # noqa: E402
-from c4core.games import load  # noqa: E402
-from c4core.games.dots_and_boxes import DotsAndBoxes  # noqa: E402
-from c4core.games.dots_and_boxes.rules import DRAWN_LINE  # noqa: E402
-from c4core.games.dots_and_boxes.solver import DotsSolver  # noqa: E402
-from c4core.games.players import play_opening  # noqa: E402
-from c4core.learners.alphazero import Samples, fit  # noqa: E402
-from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet  # noqa: E402
+from c4core.config import AlphaZeroConfig, NetConfig
+from c4core.games import load
+from c4core.games.dots_and_boxes import DotsAndBoxes
+from c4core.games.dots_and_boxes.rules import DRAWN_LINE
+from c4core.games.dots_and_boxes.solver import DotsSolver
+from c4core.games.players import play_opening
+from c4core.learners.alphazero import Samples, fit
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
 
 
 def held_out(game: DotsAndBoxes) -> np.ndarray:
