@@ -469,7 +469,7 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
     dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
     assert dots.bots == ("random", "greedy") and SMOKE.bots == ("random", "tactical")
     assert dots.net == PROFILES["cpu"].net and (dots.board.observation_shape, dots.board.num_actions) == (
-        (5, 7, 7),
+        (11, 7, 7),
         24,
     )
     assert dots.board == load("dots_and_boxes", rows=3, cols=3) and dots.variant == "dots-and-boxes-3x3"

@@ -118,3 +118,45 @@ def test_captures_count_the_boxes_each_line_completes() -> None:
             assert row[a] == gained, (str(state), a)
             doubles += gained == 2
     assert doubles > 0  # a line closing two boxes at once was among them
+
+
+def _chain_planes(game: DotsAndBoxes, moves: str) -> dict[str, object]:
+    """The chain planes of one position, read back at the box and line cells."""
+    obs = game.state_from_moves(moves).observation()
+    box = [(y, x) for y, x in game.boxes.box_cells]
+    line = [(y, x) for y, x in game.boxes.line_cells]
+    return {
+        "short": [int(obs[5, y, x]) for y, x in box],
+        "long": [int(obs[6, y, x]) for y, x in box],
+        "loop": [int(obs[7, y, x]) for y, x in box],
+        "safe": [int(obs[8, y, x]) for y, x in line],
+        "long parity": {float(v) for v in obs[9].flat},
+        "safe parity": {float(v) for v in obs[10].flat},
+    }
+
+
+def test_chain_planes_mark_short_and_long_chains_loops_and_safe_lines() -> None:
+    """Hand-drawn 3x3 positions: a long chain along the top row, a closed 2x2 loop, and three
+    separate boxes with three sides each (short chains of one)."""
+    game = load("dots-and-boxes-3x3")
+    assert game.observation_shape[0] == 11
+    top = _chain_planes(game, "h0,0 h0,1 h0,2 h1,0 h1,1 h1,2")
+    assert top["long"] == [1, 1, 1, 0, 0, 0, 0, 0, 0] and top["short"] == top["loop"] == [0] * 9
+    assert top["long parity"] == {1.0}
+    # every line of the top row's boxes is drawn or would give a box a third side
+    unsafe = {game.parse_action(a) for a in ("v0,0", "v0,1", "v0,2", "v0,3", "h1,0", "h1,1", "h1,2")}
+    drawn = {game.parse_action(a) for a in ("h0,0", "h0,1", "h0,2", "h1,0", "h1,1", "h1,2")}
+    assert [a for a, s in enumerate(top["safe"]) if s] == sorted(set(range(24)) - unsafe - drawn)
+    assert top["safe parity"] == {float(len(set(range(24)) - unsafe - drawn) % 2)}
+
+    ring = _chain_planes(game, "h1,1 h1,2 h3,1 h3,2 v1,1 v2,1 v1,3 v2,3")
+    assert ring["loop"] == [0, 0, 0, 0, 1, 1, 0, 1, 1] and ring["long"] == ring["short"] == [0] * 9
+    assert ring["long parity"] == {0.0}
+    # a line inside the loop opens it: its boxes stay one closed set, now with two to take
+    opened = _chain_planes(game, "h1,1 h1,2 h3,1 h3,2 v1,1 v2,1 v1,3 v2,3 h2,1")
+    assert opened["loop"] == ring["loop"]
+
+    column = _chain_planes(game, "h0,0 h1,0 h2,0 h3,0 v0,0 v1,0 v2,0")
+    assert column["short"] == [1, 0, 0, 1, 0, 0, 1, 0, 0] and column["long"] == column["loop"] == [0] * 9
+    # the lines v*,1 take a box: not safe
+    assert not any(column["safe"][game.parse_action(f"v{r},1")] for r in range(3))

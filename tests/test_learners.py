@@ -3,10 +3,12 @@ main agent through the whole league, with nothing in the league naming it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from c4core.config import NET_LEARNERS, TABULAR_LEARNERS, league_config
 from c4core.league.generation import run_league
@@ -93,3 +95,21 @@ def test_a_learner_refuses_a_snapshot_of_the_other_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="self-play only"):
         TabularLearner("sarsa").train(_job(config, opponents=("random", "self")))
     assert isinstance(table, Checkpoint)
+
+
+def test_a_learner_goes_on_from_a_snapshot_made_before_the_chain_planes(tmp_path: Path) -> None:
+    """A Dots and Boxes snapshot of five input planes, with its optimizer's moments for them:
+    its learner loads it with zero weights on the chain planes and a fresh optimizer (Adam's
+    old moments no longer fit the stem), and trains on."""
+    config = league_config("smoke", "d", game="dots-and-boxes-3x3", iterations=1, games=8)
+    snapshot = LEARNERS["ppo"].train(_job(config, opponents=("random",)))
+    assert snapshot.optimizer and snapshot.model["stem.weight"].shape[1] == 11
+    old_model = dict(snapshot.model, **{"stem.weight": snapshot.model["stem.weight"][:, :5].clone()})
+    old_optimizer = {**snapshot.optimizer, "state": dict(snapshot.optimizer["state"])}
+    old_optimizer["state"][0] = {
+        k: v[:, :5].clone() if k.startswith("exp_avg") else v for k, v in old_optimizer["state"][0].items()
+    }
+    old = replace(snapshot, model=old_model, optimizer=old_optimizer)
+    trained = LEARNERS["ppo"].train(_job(config, start=old, opponents=("random",)))
+    assert trained.model["stem.weight"].shape[1] == 11
+    assert not torch.equal(trained.model["stem.weight"][:, :5], old_model["stem.weight"])

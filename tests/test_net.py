@@ -16,9 +16,10 @@ import pytest
 import torch
 
 from c4core.config import NetConfig
-from c4core.games import ConnectFour
+from c4core.games import ConnectFour, DotsAndBoxes
 from c4core.games.connect4.batch import Boards
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
+from c4core.games.dots_and_boxes.rules import Boxes
 from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, grown
 
 SEED = 1234
@@ -397,3 +398,24 @@ def test_a_network_checkpoint_plays_as_a_net_player_and_unknown_kinds_are_refuse
     torch.save(raw, tmp_path / "odd.pt")
     with pytest.raises(ValueError, match="damaged c4core checkpoint.*unknown snapshot kind 'forest'"):
         Checkpoint.load(tmp_path / "odd.pt")
+
+
+def test_a_snapshot_from_before_the_chain_planes_loads_with_zero_weights_on_them(tmp_path: Path) -> None:
+    """Dots and Boxes' observation grew from five planes to eleven: a snapshot of five plays as
+    it did, and a learner going on from it starts a fresh optimizer."""
+    game = DotsAndBoxes(Boxes(2, 2))
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(TINY, game)
+    old = {k: v.clone() for k, v in net.state_dict().items()}
+    old["stem.weight"] = old["stem.weight"][:, :5].clone()
+    with torch.no_grad():
+        net.stem.weight[:, 5:] = 0  # the new planes are then read with zero weights
+    fresh = PolicyValueNet(TINY, game)
+    assert fresh.load_snapshot(old) and not fresh.load_snapshot(net.state_dict())
+    assert fresh.load_snapshot(old)
+    boards = game.batch_of([game.state_from_moves("h0,0 h1,0 v0,0"), game.state_from_moves("h0,1 v1,2")])
+    assert boards.observation()[:, 5:].sum() > 0  # the new planes are not blank here
+    for mine, theirs in zip(fresh.evaluate(boards), net.evaluate(boards), strict=True):
+        assert torch.equal(mine, theirs)
+    checkpoint = replace(Checkpoint.of(net), model=old)
+    assert torch.equal(checkpoint.build().evaluate(boards)[1], net.evaluate(boards)[1])

@@ -19,6 +19,7 @@ network or a tabular learner's table (`c4core.learners.tabular`), and `Checkpoin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,19 @@ class PolicyValueNet(nn.Module):
         logits = self.policy_fc(policy.float()).masked_fill(~legal, _NEG)
         v = F.relu(self.value_fc1(value.float()))
         return logits, torch.tanh(self.value_fc2(v)).squeeze(1)
+
+    def load_snapshot(self, model: Mapping[str, torch.Tensor]) -> bool:
+        """Load a snapshot's weights (`Checkpoint.model`); True when the snapshot was made while
+        its game's observation had fewer planes (Dots and Boxes before its chain planes). Games
+        only ever append planes, so such a snapshot loads with zero stem weights on the new
+        ones, and the net computes what it computed then."""
+        stem, planes = model.get("stem.weight"), self.stem.in_channels
+        if stem is None or stem.dim() != 4 or stem.shape[1] >= planes:
+            self.load_state_dict(model)
+            return False
+        pad = stem.new_zeros(stem.shape[0], planes - stem.shape[1], *stem.shape[2:])
+        self.load_state_dict({**model, "stem.weight": torch.cat([stem, pad], 1)})
+        return True
 
     @torch.no_grad()
     def evaluate(self, boards: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
@@ -197,7 +211,7 @@ class Checkpoint:
             return QTable(self.game, self.model["q"].numpy())
         assert self.net_config is not None
         net = PolicyValueNet(self.net_config, self.game)
-        net.load_state_dict(self.model)
+        net.load_snapshot(self.model)
         return net.to(device).eval()
 
     @property

@@ -81,8 +81,9 @@ class NetLearner:
         if previous is not None:
             if previous.kind != "net":
                 raise ValueError(f"{self.name} trains a network, not a {previous.kind} ({previous.role})")
-            net.load_state_dict(previous.model)
-            if previous.optimizer and previous.role == job.role:  # its own run goes on; a restart is fresh
+            older = net.load_snapshot(previous.model)
+            # its own run goes on; a restart is fresh, and so is a net whose input has grown
+            if previous.optimizer and previous.role == job.role and not older:
                 optimizer.load_state_dict(previous.optimizer)
         self._fit(net, optimizer, job)
         return Checkpoint.of(net, config.board, job.generation, optimizer, config.to_dict(), job.role)

@@ -32,6 +32,13 @@ class DotsBoards:
         self._line_at = torch.tensor([y * width + x for y, x in boxes.line_cells], **t)
         self._box_at = torch.tensor([y * width + x for y, x in boxes.box_cells], **t)
         self._sides_of = ((self._masks.unsqueeze(1) & self._line_bits) != 0).long()  # [boxes, lines]
+        # each side of each box: (line, box, the box across it or -1 at the border)
+        sides = [
+            (a, x, y) for a, (p, q) in enumerate(boxes.line_boxes) for x, y in ((p, q), (q, p)) if x >= 0
+        ]
+        self._side_line, self._side_box, self._across = torch.tensor(sides, **t).T
+        inner = [(a, p, q) for a, (p, q) in enumerate(boxes.line_boxes) if q >= 0]
+        self._inner_line, self._inner_p, self._inner_q = torch.tensor(inner, **t).reshape(-1, 3).T
 
     def __len__(self) -> int:
         return self.lines.shape[0]
@@ -152,6 +159,48 @@ class DotsBoards:
         first = torch.where(self.done, self.margin(), 0).float() / self.boxes.boxes
         return torch.stack((first, -first), 1)
 
+    def chains(
+        self, sides: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """[n, boxes] bool each: the boxes in a short chain (one or two boxes), in a long chain
+        (three or more), and in a loop; and [n] int64, the number of long chains.
+
+        A chain is a set of boxes with two or three sides drawn, joined through the undrawn
+        sides they share (a box with three sides is an opened chain's end). It is a loop when
+        no undrawn side of its boxes leads off it, to the border or to a box with fewer sides
+        drawn. `sides`: `sides()`, when the caller has it."""
+        n, count = len(self), self.boxes.boxes
+        sides = self.sides() if sides is None else sides
+        member = (sides == 2) | (sides == 3)
+        undrawn = (self.lines.unsqueeze(1) & self._line_bits) == 0
+        p, q = self._inner_p.expand(n, -1), self._inner_q.expand(n, -1)
+        joined = undrawn[:, self._inner_line] & member.gather(1, p) & member.gather(1, q)
+        # each chain is labelled by its lowest box, spread along joined sides (a chain has at
+        # most `count` boxes, so `count` rounds always suffice)
+        box = torch.arange(count, device=self.device).expand(n, -1)
+        label = torch.where(member, box, count)
+        for _ in range(count):
+            low = torch.where(joined, torch.minimum(label.gather(1, p), label.gather(1, q)), count)
+            spread = label.scatter_reduce(1, p, low, "amin").scatter_reduce(1, q, low, "amin")
+            if torch.equal(spread, label):
+                break
+            label = spread
+        across = torch.where(self._across >= 0, member[:, self._across.clamp(min=0)], False)
+        leaves = undrawn[:, self._side_line] & ~across
+        exits = torch.zeros_like(label).scatter_add(1, self._side_box.expand(n, -1), leaves.long())
+        chain = label.clamp(max=count - 1)  # non-members add nothing, and read back masked
+        size = torch.zeros_like(label).scatter_add(1, chain, member.long()).gather(1, chain)
+        open_sides = torch.zeros_like(label).scatter_add(1, chain, exits * member).gather(1, chain)
+        loop = member & (open_sides == 0)
+        long = member & ~loop & (size >= 3)
+        return member & ~loop & (size <= 2), long, loop, (long & (label == box)).sum(1)
+
+    def safe(self, sides: torch.Tensor | None = None) -> torch.Tensor:
+        """[n, lines] bool: the legal lines that give no box a third side and take none: those
+        of no box with two or three sides drawn. `sides`: `sides()`, when the caller has it."""
+        sides = self.sides() if sides is None else sides
+        return self.legal() & ((((sides == 2) | (sides == 3)).long() @ self._sides_of) == 0)
+
     def observation(self) -> torch.Tensor:
         n, (height, width) = len(self), self.boxes.grid
         out = torch.zeros(n, NUM_PLANES, height * width, device=self.device)
@@ -161,6 +210,15 @@ class DotsBoards:
         mine, theirs = self.owned[rows, self.player], self.owned[rows, 1 - self.player]
         out[:, 1, self._box_at] = ((mine.unsqueeze(1) & self._box_bits) != 0).float()
         out[:, 2, self._box_at] = ((theirs.unsqueeze(1) & self._box_bits) != 0).float()
-        out[:, 3, self._box_at] = (self.sides() == 3).float()
+        sides = self.sides()
+        out[:, 3, self._box_at] = (sides == 3).float()
         out[:, 4] = 1
+        short, long, loop, long_chains = self.chains(sides)
+        safe = self.safe(sides)
+        out[:, 5, self._box_at] = short.float()
+        out[:, 6, self._box_at] = long.float()
+        out[:, 7, self._box_at] = loop.float()
+        out[:, 8, self._line_at] = safe.float()
+        out[:, 9] = (long_chains % 2).float().unsqueeze(1)
+        out[:, 10] = (safe.sum(1) % 2).float().unsqueeze(1)
         return out.view(n, NUM_PLANES, height, width)

@@ -36,9 +36,16 @@ MAX_LINES = 24
 each (3x3 boxes)."""
 DRAWN_LINE = -(1 << 20)
 """The value the solvers give a line already drawn, in a row of every line's value."""
-NUM_PLANES = 5
-"""Observation planes: drawn lines, the mover's boxes, the opponent's boxes, boxes with three
-sides drawn (a box the mover can take now), and a constant plane that marks the board's extent."""
+NUM_PLANES = 11
+"""Observation planes (`c4core.games.dots_and_boxes.batch.DotsBoards.observation`): drawn lines,
+the mover's boxes, the opponent's boxes, boxes with three sides drawn (a box the mover can take
+now), and a constant plane that marks the board's extent; then the chains, which a small
+convolutional net cannot count on its own: boxes in a short chain (one or two boxes), in a long
+chain (three or more) and in a loop, the safe lines (those that give no box a third side and
+take none), and two constant planes, the parity of the long chains (what Berlekamp's long-chain
+rule counts) and that of the safe lines. The first five planes were the whole observation
+before the chains were added, so older snapshots load with zero weights on the rest
+(`c4core.learners.net.PolicyValueNet.load_snapshot`)."""
 
 _MOVE = re.compile(r"^\s*([hHvV])\s*(\d+)\s*,\s*(\d+)\s*$")
 
@@ -125,10 +132,6 @@ class Boxes:
     def completed(self, lines: int) -> int:
         """The boxes whose four sides are all in `lines`, as a bitmask."""
         return sum(1 << b for b, m in enumerate(self.box_masks) if lines & m == m)
-
-    def three_sided(self, lines: int) -> int:
-        """The boxes with exactly three sides in `lines`."""
-        return sum(1 << b for b, m in enumerate(self.box_masks) if bin(lines & m).count("1") == 3)
 
     def format_action(self, action: int) -> str:
         if not 0 <= action < self.lines:
@@ -222,17 +225,9 @@ class DotsState:
         return (m, -m)
 
     def observation(self) -> np.ndarray:
-        b = self.boxes
-        out = np.zeros((NUM_PLANES, *b.grid), np.float32)
-        for i, (y, x) in enumerate(b.line_cells):
-            out[0, y, x] = self.lines >> i & 1
-        three = b.three_sided(self.lines)
-        for i, (y, x) in enumerate(b.box_cells):
-            out[1, y, x] = self.owned[self.player] >> i & 1
-            out[2, y, x] = self.owned[1 - self.player] >> i & 1
-            out[3, y, x] = three >> i & 1
-        out[4] = 1
-        return out
+        from c4core.games.dots_and_boxes.batch import DotsBoards  # the planes' one home
+
+        return DotsBoards.from_states([self], self.boxes).observation()[0].numpy()
 
     def key(self) -> int:
         # the drawn lines and the mover's lead fix the rest of the game: who owns which box does not
