@@ -97,7 +97,7 @@ def test_a_learner_refuses_a_snapshot_of_the_other_kind(tmp_path: Path) -> None:
     assert isinstance(table, Checkpoint)
 
 
-def test_a_learner_goes_on_from_a_snapshot_made_before_the_chain_planes(tmp_path: Path) -> None:
+def test_a_learner_goes_on_from_a_snapshot_made_before_the_chain_planes() -> None:
     """A Dots and Boxes snapshot of five input planes, with its optimizer's moments for them:
     its learner loads it with zero weights on the chain planes and a fresh optimizer (Adam's
     old moments no longer fit the stem), and trains on."""

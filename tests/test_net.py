@@ -400,9 +400,9 @@ def test_a_network_checkpoint_plays_as_a_net_player_and_unknown_kinds_are_refuse
         Checkpoint.load(tmp_path / "odd.pt")
 
 
-def test_a_snapshot_from_before_the_chain_planes_loads_with_zero_weights_on_them(tmp_path: Path) -> None:
-    """Dots and Boxes' observation grew from five planes to eleven: a snapshot of five plays as
-    it did, and a learner going on from it starts a fresh optimizer."""
+def test_a_snapshot_from_before_the_chain_planes_loads_with_zero_weights_on_them() -> None:
+    """Dots and Boxes' observation grew from five planes to eleven: a snapshot of five, loaded
+    directly or built from its checkpoint, plays as it did (`test_learners` trains on from one)."""
     game = DotsAndBoxes(Boxes(2, 2))
     torch.manual_seed(SEED)
     net = PolicyValueNet(TINY, game)
@@ -411,7 +411,7 @@ def test_a_snapshot_from_before_the_chain_planes_loads_with_zero_weights_on_them
     with torch.no_grad():
         net.stem.weight[:, 5:] = 0  # the new planes are then read with zero weights
     fresh = PolicyValueNet(TINY, game)
-    assert fresh.load_snapshot(old) and not fresh.load_snapshot(net.state_dict())
+    assert not fresh.load_snapshot(net.state_dict())  # a snapshot of eleven planes is no older one
     assert fresh.load_snapshot(old)
     boards = game.batch_of([game.state_from_moves("h0,0 h1,0 v0,0"), game.state_from_moves("h0,1 v1,2")])
     assert boards.observation()[:, 5:].sum() > 0  # the new planes are not blank here
