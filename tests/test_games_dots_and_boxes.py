@@ -123,8 +123,7 @@ def test_captures_count_the_boxes_each_line_completes() -> None:
 def _chain_planes(game: DotsAndBoxes, moves: str) -> dict[str, object]:
     """The chain planes of one position, read back at the box and line cells."""
     obs = game.state_from_moves(moves).observation()
-    box = [(y, x) for y, x in game.boxes.box_cells]
-    line = [(y, x) for y, x in game.boxes.line_cells]
+    box, line = game.boxes.box_cells, game.boxes.line_cells
     return {
         "short": [int(obs[5, y, x]) for y, x in box],
         "long": [int(obs[6, y, x]) for y, x in box],
