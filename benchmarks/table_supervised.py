@@ -12,6 +12,7 @@ simulations of search (`margin_target.score_player`: the suite, keeps-value by l
 games against `perfect`).
 
     python benchmarks/table_supervised.py --blocks 2 --channels 32 --minutes 10 --out /tmp/sup/2x32
+    python benchmarks/table_supervised.py --value-bins 19 --minutes 10 --out /tmp/sup/bins19
 
 Writes `log.jsonl` (one raw row per scoring), `final.json` and `net.pt` to `--out`.
 """
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=2)
     parser.add_argument("--channels", type=int, default=32)
     parser.add_argument("--precision", default="bfloat16")
+    parser.add_argument("--value-bins", type=int, default=0, help="NetConfig.value_bins: 0 for a scalar head")
     parser.add_argument("--minutes", type=float, default=10.0, help="fitting time, scoring excluded")
     parser.add_argument("--every", type=float, default=120.0, help="seconds of fitting between raw scorings")
     parser.add_argument("--positions", type=int, default=8192, help="fresh positions a round")
@@ -107,7 +109,11 @@ def main() -> None:
     generator = torch.Generator().manual_seed(args.seed)
     config = AlphaZeroConfig(learning_rate=args.learning_rate)
     net_config = NetConfig(
-        blocks=args.blocks, channels=args.channels, precision=args.precision, value_target="margin"
+        blocks=args.blocks,
+        channels=args.channels,
+        precision=args.precision,
+        value_target="margin",
+        value_bins=args.value_bins,
     )
     net = PolicyValueNet(net_config, game)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
@@ -130,6 +136,7 @@ def main() -> None:
     final = {
         "blocks": args.blocks,
         "channels": args.channels,
+        "value_bins": args.value_bins,
         "fitting_seconds": round(fitting, 1),
         "samples": seen,
         "raw": raw_scores(net, game),

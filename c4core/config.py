@@ -185,9 +185,19 @@ class NetConfig:
     with every snapshot, so its search in matches and serving backs up the same values. Matches
     and Elo score the outcome either way."""
 
+    value_bins: int = field(default=0, metadata=NEW)
+    """0 for a scalar value head (tanh, fitted by squared error), or the number of values, evenly
+    spaced over -1..1, of a categorical head (as MuZero's and KataGo's score heads): a softmax
+    over those values, fitted by cross-entropy to each target split between its two nearest
+    values, whose mean is the value the search and PPO see. With the margin as target, 2B + 1
+    bins hold a B-box board's every final margin exactly (19 on 3x3 Dots and Boxes), so a
+    one-box difference is one bin apart rather than a fraction of a squared error."""
+
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
             raise ValueError(f"bad network size: {self}")
+        if self.value_bins == 1 or self.value_bins < 0:
+            raise ValueError(f"value_bins must be 0 (a scalar head) or at least 2, got {self.value_bins}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown net precision {self.precision!r}: choose from {', '.join(PRECISIONS)}")
         if self.value_target not in VALUE_TARGETS:
@@ -377,9 +387,10 @@ class AlphaZeroConfig:
     ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
-    stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them and
-    shares its weights. A batched search's time hardly grows with its batch, so ranks pay off on
-    large iterations (docs/BENCHMARKS.md). Hashed when changed: the games differ with the ranks."""
+    stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them, on a
+    thread a rank while the others wait, and shares its weights. A batched search's time hardly
+    grows with its batch, so ranks pay off on large iterations (docs/BENCHMARKS.md). Hashed
+    when changed: the games differ with the ranks."""
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:

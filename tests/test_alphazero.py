@@ -273,6 +273,22 @@ def test_fit_learns_a_fixed_window(played: tuple[Samples, dict], gen: torch.Gene
     assert not net.training  # left ready to play
 
 
+def test_fit_with_a_categorical_value_head_reports_the_error_of_its_mean(
+    played: tuple[Samples, dict], gen: torch.Generator
+) -> None:
+    samples, _ = played
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, value_bins=9))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    first = fit(net, optimizer, samples, 1, TINY, gen)
+    for _ in range(20):
+        last = fit(net, optimizer, samples, 5, TINY, gen)
+    assert last["value"] < first["value"] and last["value_error"] < first["value_error"]
+    scalar = tiny_net()
+    plain = fit(scalar, torch.optim.Adam(scalar.parameters()), samples, 1, TINY, gen)
+    assert "value_error" not in plain  # a scalar head's squared error is its "value"
+
+
 def test_mirrored_minibatch_flips_targets(played: tuple[Samples, dict]) -> None:
     """A symmetric net (weights mirrored into themselves) has the same loss with mirroring on
     and off, because every mirrored sample's targets are flipped with its planes."""

@@ -20,7 +20,7 @@ from c4core.games import ConnectFour, DotsAndBoxes
 from c4core.games.connect4.batch import Boards
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.dots_and_boxes.rules import Boxes
-from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, grown
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, grown, two_hot
 
 SEED = 1234
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -106,6 +106,63 @@ def test_bad_net_config_is_rejected() -> None:
     for bad in (dict(blocks=-1), dict(channels=0), dict(value_hidden=0)):
         with pytest.raises(ValueError, match="bad network size"):
             NetConfig(**bad)
+    for bins in (1, -3):
+        with pytest.raises(ValueError, match="value_bins must be 0"):
+            NetConfig(value_bins=bins)
+
+
+def test_two_hot_targets_are_distributions_whose_mean_is_the_target() -> None:
+    support = torch.linspace(-1, 1, 19)
+    target = torch.cat((torch.rand(200, generator=torch.Generator().manual_seed(SEED)) * 2 - 1, support))
+    dist = two_hot(target, support)
+    assert bool((dist >= 0).all()) and torch.allclose(dist.sum(1), torch.ones(len(target)))
+    assert torch.allclose(dist @ support, target, atol=1e-6)
+    assert bool(((dist > 0).sum(1) <= 2).all())  # only the two nearest values
+    on_support = dist[200:]
+    assert torch.allclose(on_support, torch.eye(19), atol=1e-5)  # a value of the support is one-hot
+    assert torch.equal(two_hot(torch.tensor([-3.0, 2.0]), support)[:, [0, -1]], torch.eye(2))
+
+
+def test_a_categorical_value_head_is_the_mean_of_its_values_and_fits_by_cross_entropy(
+    boards: Boards,
+) -> None:
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(replace(TINY, value_bins=5)).eval()
+    assert net.value_fc2.out_features == 5 and "value_support" not in net.state_dict()
+    logits, head = net.heads(boards.planes(), boards.legal())
+    _, values = net.evaluate(boards)
+    assert torch.allclose(values, torch.softmax(head, 1) @ torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0]))
+    assert bool(((values >= -1) & (values <= 1)).all())
+    # fitted to a target between two values, the head puts its weight on those two
+    target = torch.full((len(boards),), 0.25)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    before = float(net.value_loss(head, target))
+    for _ in range(200):
+        loss = net.value_loss(net.heads(boards.planes(), boards.legal())[1], target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    head = net.heads(boards.planes(), boards.legal())[1].detach()
+    assert float(loss) < before
+    assert torch.allclose(net.value_of(head), target, atol=0.05)
+    assert bool((torch.softmax(head, 1)[:, 2:4].sum(1) > 0.9).all())
+    # a scalar head's loss is the squared error of its value, as before
+    scalar = PolicyValueNet(TINY)
+    head = scalar.heads(boards.planes(), boards.legal())[1]
+    assert torch.equal(
+        scalar.value_loss(head, target), torch.nn.functional.mse_loss(scalar.value_of(head), target)
+    )
+
+
+def test_a_categorical_head_round_trips_through_a_checkpoint(tmp_path: Path, boards: Boards) -> None:
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(replace(TINY, value_bins=7), DotsAndBoxes(Boxes(2, 2))).eval()
+    Checkpoint.of(net).save(tmp_path / "c.pt")
+    back = Checkpoint.load(tmp_path / "c.pt")
+    assert back.net_config == net.config
+    b = net.game.new_batch(3)
+    assert torch.equal(back.build().evaluate(b)[1], net.evaluate(b)[1])
+    assert grown(net, 2, 16).evaluate(b)[1].allclose(net.evaluate(b)[1], atol=1e-6)
 
 
 def test_greedy_player_is_deterministic(net: PolicyValueNet, boards: Boards) -> None:

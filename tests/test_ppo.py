@@ -190,6 +190,22 @@ def test_ppo_update_changes_weights_and_reports_finite_losses(net, rollout, gen)
     assert not net.training  # left in eval mode for the next collection
 
 
+def test_ppo_fits_a_categorical_value_head_by_its_own_loss(rollout: Rollout, gen: torch.Generator) -> None:
+    """The value loss is the head's (`PolicyValueNet.value_loss`): a categorical head's
+    cross-entropy, which the update lowers on a fixed rollout."""
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, value_bins=5))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    config = PPOConfig(update_epochs=2, minibatch_size=128, vf_coef=1.0)
+    head = net.heads(rollout.planes, rollout.legal)[1]
+    before = 0.5 * float(net.value_loss(head, rollout.returns))
+    first = ppo_update(net, opt, rollout, config, gen)
+    assert first["value"] == pytest.approx(before, rel=0.2)  # its first minibatches start there
+    for _ in range(5):
+        last = ppo_update(net, opt, rollout, config, gen)
+    assert last["value"] < first["value"]
+
+
 class _CountingAdam(torch.optim.Adam):
     steps = 0
 

@@ -50,9 +50,8 @@ iterations' weights (`average_weights`).
 
 With `ranks` above 1 the learner trains data-parallel (`c4core.learners.ranks`): each rank self-plays
 its share of the games on a random stream of its own, every rank's decisions are pooled into
-one replay window, and rank 0 alone fits the net on it and shares the new weights. Self-play,
-the search, is most of an iteration's time, and it is what the ranks split; a fit is one
-rank's, as it is with one.
+one replay window, and rank 0 alone fits the net on it, on every rank's core while the others
+wait (`Ranks.every_core`), and shares the new weights.
 """
 
 from __future__ import annotations
@@ -63,7 +62,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
-from torch.nn import functional as F
 
 from c4core.config import AlphaZeroConfig, SearchConfig
 from c4core.evaluation.match import WDL
@@ -414,7 +412,9 @@ def fit(
     generator: torch.Generator,
     game: Game = ConnectFour(),
 ) -> dict[str, float]:
-    """`steps` gradient steps on uniform minibatches of the replay window; mean losses."""
+    """`steps` gradient steps on uniform minibatches of the replay window; mean losses (with a
+    categorical value head, ``value_error`` too: the squared error of its mean, which a scalar
+    head's ``value`` is)."""
     device = next(net.parameters()).device
     images = game.symmetries[1:] if config.mirror else ()
     net.train()
@@ -429,10 +429,10 @@ def fit(
             legal = torch.cat((legal, *(s.policy(legal) for s in images)))
             policy = torch.cat((policy, *(s.policy(policy) for s in images)))
             value = torch.cat((value,) * (1 + len(images)))
-        logits, predicted = net(planes.to(device), legal.to(device))
+        logits, head = net.heads(planes.to(device), legal.to(device))
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()
-        value_loss = F.mse_loss(predicted, value.to(device))
+        value_loss = net.value_loss(head, value.to(device))
         loss = policy_loss + value_loss
         optimizer.zero_grad()
         loss.backward()
@@ -440,6 +440,10 @@ def fit(
         totals["policy"] += policy_loss.item()
         totals["value"] += value_loss.item()
         totals["entropy"] += float(-(logp.exp() * logp).sum(1).mean().detach())
+        if net.config.value_bins:  # the categorical head's cross-entropy is not comparable
+            with torch.no_grad():
+                error = (net.value_of(head) - value.to(device)).square().mean()
+            totals["value_error"] = totals.get("value_error", 0.0) + error.item()
     net.eval()
     return {k: v / max(steps, 1) for k, v in totals.items()}
 
@@ -490,13 +494,15 @@ def train(
         window = (window + [samples])[-config.replay_iterations :]
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
         losses = {}
+        fitting = time.perf_counter()
         if ranks.rank == 0:
             data = Samples.cat(window)
             if config.merge_duplicates:
                 merged = merge_duplicates(data)
                 stats["charts/distinct_share"] = len(merged) / max(len(data), 1)
                 data = merged
-            losses = fit(net, optimizer, data, steps, config, gen, game)
+            with ranks.every_core():  # the other ranks only wait for the new weights meanwhile
+                losses = fit(net, optimizer, data, steps, config, gen, game)
         ranks.share(net)
         if config.average_iterations > 1 and it >= config.iterations - config.average_iterations:
             averaged.append({k: v.detach().clone() for k, v in net.state_dict().items()})
@@ -504,6 +510,8 @@ def train(
         metrics["charts/learning_rate"] = rate
         metrics["charts/decisions"] = float(len(samples))
         metrics["charts/selfplay_seconds"] = played
+        # rank 0's fit and sharing its weights; the other ranks' wait for them
+        metrics["charts/fit_seconds"] = time.perf_counter() - fitting
         metrics["charts/seconds"] = time.perf_counter() - start
         if on_iteration is not None:
             on_iteration(it, metrics)

@@ -63,7 +63,10 @@ class PolicyValueNet(nn.Module):
         self.policy_fc = nn.Linear(2 * cells, game.num_actions)
         self.value_conv = nn.Conv2d(c, 1, 1)
         self.value_fc1 = nn.Linear(cells, config.value_hidden)
-        self.value_fc2 = nn.Linear(config.value_hidden, 1)
+        self.value_fc2 = nn.Linear(config.value_hidden, max(config.value_bins, 1))
+        if config.value_bins:  # not in the state dict: the config fixes it
+            support = torch.linspace(-1.0, 1.0, config.value_bins)
+            self.register_buffer("value_support", support, persistent=False)
 
     @property
     def by_margin(self) -> bool:
@@ -72,6 +75,12 @@ class PolicyValueNet(nn.Module):
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, actions] and values [n] in -1..1 for the player to move."""
+        logits, value = self.heads(planes, legal)
+        return logits, self.value_of(value)
+
+    def heads(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked policy logits [n, actions] and the value head's raw output: [n, 1] before the
+        tanh, or [n, value_bins] logits of a categorical head (`value_of`, `value_loss`)."""
         if not self.config.threat_planes:
             planes = planes.clone()
             planes[:, 3:5] = 0
@@ -84,8 +93,21 @@ class PolicyValueNet(nn.Module):
             value = F.relu(self.value_conv(x)).flatten(1)
         # the heads stay in float32: PPO's ratios and the search's values need the precision
         logits = self.policy_fc(policy.float()).masked_fill(~legal, _NEG)
-        v = F.relu(self.value_fc1(value.float()))
-        return logits, torch.tanh(self.value_fc2(v)).squeeze(1)
+        return logits, self.value_fc2(F.relu(self.value_fc1(value.float())))
+
+    def value_of(self, head: torch.Tensor) -> torch.Tensor:
+        """Values [n] in -1..1 from the value head's output (`heads`): its tanh, or the mean of
+        a categorical head's values under its softmax."""
+        if not self.config.value_bins:
+            return torch.tanh(head).squeeze(1)
+        return torch.softmax(head, 1) @ self.value_support
+
+    def value_loss(self, head: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """The value head's loss against targets [n] in -1..1: squared error of a scalar head,
+        or a categorical head's cross-entropy to the targets' `two_hot` split."""
+        if not self.config.value_bins:
+            return F.mse_loss(self.value_of(head), target)
+        return -(two_hot(target, self.value_support) * torch.log_softmax(head, 1)).sum(1).mean()
 
     def load_snapshot(self, model: Mapping[str, torch.Tensor]) -> bool:
         """Load a snapshot's weights (`Checkpoint.model`); True when the snapshot was made while
@@ -105,6 +127,21 @@ class PolicyValueNet(nn.Module):
         """Move probabilities [n, actions] (0 on illegal ones) and values [n] for a batch."""
         logits, value = self(boards.observation(), boards.legal())
         return torch.softmax(logits, 1), value
+
+
+def two_hot(target: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """Targets [n] as distributions [n, bins] over an evenly spaced `support`: each target's
+    weight split between its two nearest values so that the distribution's mean is the target
+    (MuZero's categorical value targets); a target on a value is one-hot there. Targets outside
+    the support are clamped to it."""
+    bins = len(support)
+    position = (target.clamp(float(support[0]), float(support[-1])) - support[0]) / (support[1] - support[0])
+    low = position.floor().clamp(max=bins - 2)
+    upper = (position - low).clamp(0.0, 1.0)  # the weight of the value above; rounding stays in 0..1
+    out = torch.zeros(len(target), bins, dtype=support.dtype, device=target.device)
+    out.scatter_(1, low.long()[:, None], (1 - upper)[:, None].to(out.dtype))
+    out.scatter_add_(1, low.long()[:, None] + 1, upper[:, None].to(out.dtype))
+    return out
 
 
 def grown(

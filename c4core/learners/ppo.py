@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from c4core.config import PPOConfig
 from c4core.evaluation.match import WDL
@@ -196,7 +195,7 @@ def ppo_update(
                 share = len(mb) / total
             optimizer.zero_grad()
             if len(mb):
-                logits, value = net(batch.planes[mb], batch.legal[mb])
+                logits, head = net.heads(batch.planes[mb], batch.legal[mb])
                 logp_all = torch.log_softmax(logits, 1)
                 logp = logp_all.gather(1, batch.actions[mb, None]).squeeze(1)
                 log_ratio = logp - batch.logprobs[mb]
@@ -207,7 +206,7 @@ def ppo_update(
                 if config.dual_clip is not None:
                     pg_loss = torch.where(adv < 0, torch.min(pg_loss, -adv * config.dual_clip), pg_loss)
                 pg_loss = pg_loss.mean()
-                v_loss = 0.5 * F.mse_loss(value, batch.returns[mb])
+                v_loss = 0.5 * net.value_loss(head, batch.returns[mb])
                 probs = logp_all.exp()
                 entropy = -(probs * logp_all.clamp(min=-30)).sum(1).mean()
                 loss = pg_loss - config.ent_coef * entropy + config.vf_coef * v_loss

@@ -4,8 +4,9 @@ torch thread each, in a torch.distributed group talking gloo over loopback.
 A small torch forward scales badly over threads (two threads measured 6-18x slower in search),
 so a learner takes the second core as a second process instead, as PyTorch's
 DistributedDataParallel does across GPUs. `c4core.learners.ppo` sums its ranks' gradients at every step;
-`c4core.learners.alphazero` pools its ranks' self-play games and has rank 0 fit them. Who spawns the
-ranks and hands them their learner is `c4core.league.processes`' business.
+`c4core.learners.alphazero` pools its ranks' self-play games and has rank 0 fit them on every
+rank's core (`Ranks.every_core`). Who spawns the ranks and hands them their learner is
+`c4core.league.processes`' business.
 """
 
 from __future__ import annotations
@@ -60,6 +61,23 @@ class Ranks:
             distributed.broadcast(flat, src=0)
             for t, part in zip(tensors, flat.split([t.numel() for t in tensors]), strict=True):
                 t.copy_(part.view_as(t))
+
+    @contextmanager
+    def every_core(self) -> Iterator[None]:
+        """For work rank 0 does alone while the other ranks wait for its result (the
+        AlphaZero-style fit): rank 0 computes on one torch thread a rank, the cores the waiting
+        ranks leave idle, and goes back to one thread after. A fit's batches are thousands of
+        rows, large enough to scale over threads, unlike the search's forwards. Alone, or on
+        another rank, nothing changes."""
+        if self.world == 1 or self.rank != 0:
+            yield
+            return
+        threads = torch.get_num_threads()
+        torch.set_num_threads(threads * self.world)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
     def seed(self, seed: int) -> int:
         """This rank's random stream: `seed` itself on rank 0, so a learner alone plays as before."""
