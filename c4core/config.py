@@ -387,8 +387,8 @@ class AlphaZeroConfig:
     ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
-    stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them, on a
-    thread a rank while the others wait, and shares its weights. A batched search's time hardly
+    stream of its own, all ranks' decisions are pooled, and rank 0 fits the net on them, with a
+    thread added for each rank that waits, and shares its weights. A batched search's time hardly
     grows with its batch, so ranks pay off on large iterations (docs/BENCHMARKS.md). Hashed
     when changed: the games differ with the ranks."""
 

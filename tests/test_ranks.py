@@ -30,3 +30,7 @@ def test_rank_0_works_alone_on_every_ranks_thread_and_gives_them_back() -> None:
     with pytest.raises(RuntimeError, match="mid-fit"), Ranks(0, 2).every_core():
         raise RuntimeError("mid-fit")
     assert torch.get_num_threads() == 1  # given back when the work fails too
+    torch.set_num_threads(2)  # rank 0 given two threads of its own (`c4 league --threads 2`)
+    with Ranks(0, 3).every_core():
+        assert torch.get_num_threads() == 4  # the two waiting ranks' one thread each, added
+    assert torch.get_num_threads() == 2

@@ -50,8 +50,8 @@ iterations' weights (`average_weights`).
 
 With `ranks` above 1 the learner trains data-parallel (`c4core.learners.ranks`): each rank self-plays
 its share of the games on a random stream of its own, every rank's decisions are pooled into
-one replay window, and rank 0 alone fits the net on it, on every rank's core while the others
-wait (`Ranks.every_core`), and shares the new weights.
+one replay window, and rank 0 alone fits the net on it, with a thread added for each rank that
+waits (`Ranks.every_core`), and shares the new weights.
 """
 
 from __future__ import annotations

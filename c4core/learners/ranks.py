@@ -65,15 +65,16 @@ class Ranks:
     @contextmanager
     def every_core(self) -> Iterator[None]:
         """For work rank 0 does alone while the other ranks wait for its result (the
-        AlphaZero-style fit): rank 0 computes on one torch thread a rank, the cores the waiting
-        ranks leave idle, and goes back to one thread after. A fit's batches are thousands of
-        rows, large enough to scale over threads, unlike the search's forwards. Alone, or on
-        another rank, nothing changes."""
+        AlphaZero-style fit): rank 0 adds to its own torch threads one for each waiting rank
+        (a rank's process has one thread, `c4core.league.processes`), the cores they leave
+        idle, and goes back to its own after. A fit's batches are thousands of rows, large
+        enough to scale over threads, unlike the search's forwards. Alone, or on another rank,
+        nothing changes."""
         if self.world == 1 or self.rank != 0:
             yield
             return
         threads = torch.get_num_threads()
-        torch.set_num_threads(threads * self.world)
+        torch.set_num_threads(threads + self.world - 1)
         try:
             yield
         finally:
