@@ -57,12 +57,12 @@ def _rank(
     config = replace(
         profile.alphazero, iterations=iterations, ranks=world, games=games or profile.alphazero.games
     )
+    board = profile.board
     if game is not None:
-        board = profile.board
         torch.manual_seed(0)
         net, members = PolicyValueNet(profile.net, board), []
     else:
-        board, store = profile.board, LocalStore(str(base))
+        store = LocalStore(str(base))
         net = store.snapshot(6).build("cpu")
         members = [(f"gen{g}", store.snapshot(g).build("cpu")) for g in (4, 5, 6)]
     seen: list[dict[str, float]] = []

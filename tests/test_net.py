@@ -129,7 +129,7 @@ def test_a_categorical_value_head_is_the_mean_of_its_values_and_fits_by_cross_en
     torch.manual_seed(SEED)
     net = PolicyValueNet(replace(TINY, value_bins=5)).eval()
     assert net.value_fc2.out_features == 5 and "value_support" not in net.state_dict()
-    logits, head = net.heads(boards.planes(), boards.legal())
+    _, head = net.heads(boards.planes(), boards.legal())
     _, values = net.evaluate(boards)
     assert torch.allclose(values, torch.softmax(head, 1) @ torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0]))
     assert bool(((values >= -1) & (values <= 1)).all())

@@ -432,7 +432,8 @@ def fit(
         logits, head = net.heads(planes.to(device), legal.to(device))
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()
-        value_loss = net.value_loss(head, value.to(device))
+        target = value.to(device)
+        value_loss = net.value_loss(head, target)
         loss = policy_loss + value_loss
         optimizer.zero_grad()
         loss.backward()
@@ -442,7 +443,7 @@ def fit(
         totals["entropy"] += float(-(logp.exp() * logp).sum(1).mean().detach())
         if net.config.value_bins:  # the categorical head's cross-entropy is not comparable
             with torch.no_grad():
-                error = (net.value_of(head) - value.to(device)).square().mean()
+                error = (net.value_of(head) - target).square().mean()
             totals["value_error"] = totals.get("value_error", 0.0) + error.item()
     net.eval()
     return {k: v / max(steps, 1) for k, v in totals.items()}

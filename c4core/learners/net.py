@@ -75,8 +75,8 @@ class PolicyValueNet(nn.Module):
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, actions] and values [n] in -1..1 for the player to move."""
-        logits, value = self.heads(planes, legal)
-        return logits, self.value_of(value)
+        logits, head = self.heads(planes, legal)
+        return logits, self.value_of(head)
 
     def heads(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, actions] and the value head's raw output: [n, 1] before the
