@@ -22,6 +22,7 @@ from c4core.entry import (
     TRACKING_HELP,
     closing_summary,
     native_bfloat16,
+    parse_fields,
     parse_tags,
     quiet_mlflow,
     registry_fetch,
@@ -199,6 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="tag every MLflow run (repeatable), e.g. airflow.dag_id=connect4",
+    )
+    lg.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="recipe",
+        metavar="PATH=VALUE",
+        help="replace a field of the recipe by its dotted path, VALUE in JSON or a plain word, after "
+        "the profile and the options above (repeatable; a changed recipe is a league of its own), "
+        "e.g. alphazero.solve_from=1 or alphazero.search.root=gumbel",
     )
     suite = lg.add_mutually_exclusive_group()
     suite.add_argument(
@@ -432,6 +443,7 @@ def cmd_league(args: argparse.Namespace) -> int:
         ranks=args.ranks,
         precision=args.precision,
         native_bfloat16=native_bfloat16(),
+        recipe=parse_fields(args.recipe),
         **_board(args),
     )
     if config.device.startswith("cuda") and not torch.cuda.is_available():

@@ -16,7 +16,8 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
-from typing import Any
+from types import UnionType
+from typing import Any, get_args, get_origin, get_type_hints
 
 from c4core.games import VARIANTS, Game, has_margin, load, solvable
 
@@ -798,6 +799,61 @@ def overridden(config: Any, overrides: Mapping[str, Any]) -> Any:
     return replace(config, **{**overrides, **nested})
 
 
+FIXED_FIELDS = frozenset({"name", "profile", "game", "rows", "cols", "connect", "device"})
+"""The `LeagueConfig` fields no recipe field (`with_fields`) replaces: the league's name, profile
+and board, and where it trains, which the entry points' own arguments set and check."""
+_KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+
+
+def with_fields(config: LeagueConfig, values: Mapping[str, Any]) -> LeagueConfig:
+    """`config` with fields replaced by their dotted paths, as `training_key` spells them
+    (``{"alphazero.search.probe_from": 12}``): the recipes no flag of the CLI and no field of the
+    DAG's form name. Each value is checked against its field's type (a whole number serves where
+    a number is asked for, a list where a tuple is); the configs' own checks follow. A ValueError
+    names an unknown path, a fixed field (`FIXED_FIELDS`) or a value of the wrong kind."""
+    nested: dict[str, Any] = {}
+    for path, value in values.items():
+        *groups, name = str(path).split(".")
+        if not groups and name in FIXED_FIELDS:
+            raise ValueError(f"{path!r} is set by its own option, not as a recipe field")
+        node, into = config, nested
+        for group in groups:
+            node = getattr(node, _field_name(node, group, path))
+            if not is_dataclass(node):
+                raise ValueError(f"unknown recipe field {path!r}: {group!r} holds no fields")
+            into = into.setdefault(group, {})
+        hint = get_type_hints(type(node))[_field_name(node, name, path)]
+        if is_dataclass(hint):
+            raise ValueError(f"{path!r} is a group of fields: name one of them, as {path}.FIELD")
+        into[name] = _typed(path, value, hint)
+    return overridden(config, nested)
+
+
+def _field_name(node: Any, name: str, path: str) -> str:
+    names = [f.name for f in fields(node)]
+    if name not in names:
+        raise ValueError(f"unknown recipe field {path!r}: {type(node).__name__} has {', '.join(names)}")
+    return name
+
+
+def _typed(path: str, value: Any, hint: Any) -> Any:
+    """`value` as field `path` of type `hint` holds it; a ValueError when it is of another kind."""
+    if get_origin(hint) is UnionType:  # an optional field: ``float | None``
+        if value is None:
+            return None
+        (hint,) = (a for a in get_args(hint) if a is not type(None))
+    if get_origin(hint) is tuple:
+        (item,) = get_args(hint)[:1]
+        if isinstance(value, list | tuple) and all(type(v) is item for v in value):
+            return tuple(value)
+        raise ValueError(f"{path} takes a list, each item {_KINDS[item]}, got {value!r}")
+    if hint is float and type(value) is int:
+        return float(value)
+    if type(value) is not hint:
+        raise ValueError(f"{path} takes {_KINDS[hint]}, got {value!r}")
+    return value
+
+
 def with_training(
     config: LeagueConfig, iterations: int | None = None, games: int | None = None
 ) -> LeagueConfig:
@@ -834,6 +890,7 @@ def league_config(
     connect: int | None = None,
     learner: str | None = None,
     value_target: str | None = None,
+    recipe: Mapping[str, Any] | None = None,
 ) -> LeagueConfig:
     """The config a user asks for, from the CLI's flags or the DAG's trigger form: profile
     `profile_name` named `name`, with each setting given replacing the profile's (iterations
@@ -843,7 +900,8 @@ def league_config(
     for that game, and a board without an exact solver (`c4core.games.solvable`) drops the
     profile's solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
     trains every generation (no AlphaZero-style ones). `value_target` is what the net's value
-    head learns (`NetConfig.value_target`). A precision of None or ``"auto"`` keeps
+    head learns (`NetConfig.value_target`). `recipe` replaces fields by dotted path, last, over
+    the profile and the settings above (`with_fields`). A precision of None or ``"auto"`` keeps
     the profile's, but a bfloat16 profile off CUDA trains in float32 on a CPU without native bfloat16
     (`native_bfloat16`, which the entry points read from the host: `c4core.entry.native_bfloat16`):
     emulated, it is several times slower, not faster. A ValueError names a
@@ -878,7 +936,15 @@ def league_config(
         )
     if precision is not None:
         config = replace(config, net=replace(config.net, precision=precision))
-    return with_training(config, iterations, games)
+    config = with_training(config, iterations, games)
+    if recipe:
+        config = with_fields(config, recipe)
+        if not solvable(config.board) and (config.alphazero.solve_from or config.alphazero.search.probe_from):
+            raise ValueError(
+                f"{config.board.title} has no exact solver: alphazero.solve_from and "
+                "alphazero.search.probe_from must stay 0"
+            )
+    return config
 
 
 # ---- member names --------------------------------------------------------------------------------

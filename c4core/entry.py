@@ -2,17 +2,18 @@
 
 Both read the same environment and print the same closing lines, so each of those lives here
 once: the tracking URI a league writes to, ``KEY=VALUE`` run tags, and the league's closing
-summary. Nothing heavy is imported at module level: `tracking_uri` and `parse_tags` run before
+summary. Nothing heavy is imported at module level: `tracking_uri`, `parse_tags` and `parse_fields` run before
 any command decides whether it needs torch or mlflow.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from c4core.figures import elo, percent
 
@@ -69,13 +70,31 @@ def quiet_mlflow() -> None:
 
 def parse_tags(items: Sequence[str]) -> dict[str, str]:
     """``--tag KEY=VALUE`` arguments as a dict; a ValueError names a malformed one."""
-    tags = {}
+    return dict(_pairs(items, "--tag", "KEY=VALUE"))
+
+
+def parse_fields(items: Sequence[str]) -> dict[str, Any]:
+    """``--set PATH=VALUE`` arguments as recipe fields by dotted path (`c4core.config.with_fields`):
+    VALUE is read as JSON (``12``, ``0.75``, ``true``, ``["main"]``), and a VALUE that is no JSON
+    stays a string (``gumbel``). A ValueError names a malformed one."""
+    fields = {}
+    for path, value in _pairs(items, "--set", "PATH=VALUE"):
+        try:
+            fields[path] = json.loads(value)
+        except json.JSONDecodeError:
+            fields[path] = value
+    return fields
+
+
+def _pairs(items: Sequence[str], option: str, form: str) -> list[tuple[str, str]]:
+    """Each ``KEY=VALUE`` of `items`, given as `option`, split at its first ``=``."""
+    out = []
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise ValueError(f"--tag expects KEY=VALUE, got {item!r}")
-        tags[key] = value
-    return tags
+            raise ValueError(f"{option} expects {form}, got {item!r}")
+        out.append((key, value))
+    return out
 
 
 def registry_fetch(uri: str) -> RegistryFetch:

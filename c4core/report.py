@@ -511,6 +511,10 @@ def _snap_colours(members: Sequence[str]) -> dict[str, Any]:
     return {m: colour[m] for m in members if m in colour}
 
 
+LADDER_KEY_ROWS = 18
+"""Entries in a column of the Elo ladder's key: as many as its 4.6-inch height holds at 8 points."""
+
+
 def draw_ladder(rep: LeagueReport) -> Any:
     """Elo of every snapshot after each generation, with 95% bands; exploiters dashed; bots flat;
     champion (always a main-agent snapshot) starred."""
@@ -553,7 +557,7 @@ def draw_ladder(rep: LeagueReport) -> Any:
         zorder=5,
         label="champion after the generation",
     )
-    ax.set_xticks(gens)
+    ax.set_xticks(gens[:: max(1, math.ceil(len(gens) / 20))])  # at most about twenty labels
     ax.set_xlim(min(gens, default=1) - 0.5, max(gens, default=1) + 0.5)
     ax.set_xlabel("after generation")
     ax.set_ylabel("Elo (random = 0), 95% interval")
@@ -568,7 +572,18 @@ def draw_ladder(rep: LeagueReport) -> Any:
                     [], [], color=colour, linestyle=style, marker="s", mfc="white", label=ROLE_LABELS[role]
                 )
             )
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    # the key lists every snapshot: a column holds LADDER_KEY_ROWS, and the figure widens for each
+    # further column, so that a long league's key never squeezes the axes to nothing
+    columns = math.ceil(len(handles) / LADDER_KEY_ROWS)
+    fig.set_size_inches(8 + 1.2 * (columns - 1), 4.6)
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+        ncols=columns,
+    )
     return fig
 
 

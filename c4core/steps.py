@@ -65,6 +65,7 @@ SPEC_KEYS = (
     "game",
     "learner",
     "value_target",
+    "recipe",
 )
 """The keys of a resolved spec: the DAG's params, less the executor."""
 _NUMBERS = ("generations", "iterations", "games", "match_games")
@@ -97,6 +98,13 @@ def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     spec = {k: params.get(k) for k in SPEC_KEYS}
     spec["league"] = spec["league"] or "default"
     spec["profile"] = spec["profile"] or "cpu"
+    recipe = spec["recipe"] or {}
+    if not isinstance(recipe, Mapping):
+        example = '{"alphazero.solve_from": 1}'
+        raise ValueError(
+            f"recipe must be an object of field paths and values, like {example}, got {recipe!r}"
+        )
+    spec["recipe"] = dict(recipe)
     config = _config(spec, "cpu")
     spec["game"] = config.variant
     spec["learner"] = config.main_learner
@@ -126,6 +134,7 @@ def _config(spec: Mapping[str, Any], device: str | None = None) -> LeagueConfig:
         game=spec.get("game") or None,
         learner=spec.get("learner") or None,
         value_target=spec.get("value_target") or None,
+        recipe=spec.get("recipe") or None,
         **settings,
     )
 

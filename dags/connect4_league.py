@@ -182,6 +182,16 @@ PARAMS = {
         "`cpu-az` use `bfloat16`, `gpu` `float32`), but `float32` on a CPU without native bfloat16 "
         "(AVX-512 BF16 or AMX), which would emulate it several times slower.",
     ),
+    "recipe": Param(
+        {},
+        type="object",
+        title="Recipe fields",
+        description_md="Fields of the profile's recipe that no option above names, each by its dotted "
+        'path, as JSON, applied last: e.g. `{"alphazero.solve_from": 1, '
+        '"alphazero.search.probe_from": 12}` trains Dots and Boxes 3x3 on the exact solver\'s '
+        "values. Every field and its meaning is in `c4core/config.py`. A changed recipe is a league "
+        "of its own: a league resumes only with the recipe it started with. Empty: the profile's.",
+    ),
     # The DAG's shape depends on C4_EXECUTOR where the file is parsed, and in Airflow 3 every
     # component parses it: the dag-processor (the shape the scheduler and the UI see) and each
     # worker, which runs the task it finds in its own parse. So a run carries its executor in its

@@ -474,6 +474,32 @@ def test_league_smoke(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert set(data["ci95"]) == set(data["ratings"])
 
 
+def test_recipe_fields_reach_the_league_and_bad_ones_are_usage_errors(capsys, tmp_path: Path) -> None:
+    league = (
+        "league",
+        "--profile",
+        "smoke",
+        "--dir",
+        str(tmp_path),
+        "--generations",
+        "1",
+        "--match-games",
+        "2",
+    )
+    rc, out, err = run(capsys, *league, "--set", "net.channels=4", "--set", "ppo.iterations=1")
+    assert rc == 0, err
+    assert "net 1x4 in float32" in err and "1 PPO generation(s) x 1 iterations" in err
+    for flags, words in (
+        (["--set", "net.channels"], ["--set expects PATH=VALUE, got 'net.channels'"]),
+        (["--set", "net.width=4"], ["unknown recipe field 'net.width'", "NetConfig has blocks, channels"]),
+        (["--set", "net.channels=four"], ["net.channels takes a whole number, got 'four'"]),
+        (["--set", "name=y"], ["'name' is set by its own option"]),
+    ):
+        rc, out, err = run(capsys, *league, "--name", "bad", *flags)
+        assert_one_line_error(rc, out, err, "league", *words)
+    assert not (tmp_path / "bad").exists()
+
+
 def test_league_bad_name(capsys, tmp_path: Path) -> None:
     rc, out, err = run(capsys, "league", "--profile", "smoke", "--dir", str(tmp_path), "--name", "a b")
     assert_one_line_error(rc, out, err, "league", "league name")

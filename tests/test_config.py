@@ -4,6 +4,7 @@ and member names."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -30,6 +31,7 @@ from c4core.config import (
     snapshot_name,
     training_key,
     unkeyed,
+    with_fields,
     with_training,
 )
 from c4core.games import load
@@ -543,3 +545,61 @@ def test_a_tabular_learner_replaces_the_profiles_alphazero_generations() -> None
     table = league_config("cpu", "t", game="connect3-4x4", learner="q-learning")
     assert table.alphazero_from == 0 and table.learner(PROFILES["cpu"].alphazero_from) == "q-learning"
     assert league_config("cpu", "t", learner="ppo").alphazero_from == PROFILES["cpu"].alphazero_from
+
+
+# ---- recipe fields -------------------------------------------------------------------------------
+def test_recipe_fields_replace_fields_at_any_depth_by_their_dotted_paths() -> None:
+    cfg = with_fields(
+        PROFILES["cpu"],
+        {
+            "alphazero.search.probe_from": 12,
+            "alphazero.q_weight": 1,
+            "ppo.target_kl": None,
+            "roles": ["main"],
+        },
+    )
+    assert cfg == overridden(
+        PROFILES["cpu"],
+        {"alphazero": {"search": {"probe_from": 12}, "q_weight": 1.0}, "ppo": {"target_kl": None}},
+    )
+    assert type(cfg.alphazero.q_weight) is float and cfg.roles == ("main",)  # the fields' own types
+    assert cfg.alphazero.search.simulations == PROFILES["cpu"].alphazero.search.simulations  # the rest kept
+    assert with_fields(PROFILES["cpu"], {}) == PROFILES["cpu"]
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        ({"alphazero.nope": 1}, "unknown recipe field 'alphazero.nope': AlphaZeroConfig has iterations, "),
+        ({"generations.x": 1}, "'generations' holds no fields"),
+        ({"alphazero": 1}, "'alphazero' is a group of fields"),
+        ({"name": "other"}, "'name' is set by its own option"),
+        ({"game": "dots_and_boxes"}, "'game' is set by its own option"),
+        ({"alphazero.solve_from": "12"}, "alphazero.solve_from takes a whole number, got '12'"),
+        ({"alphazero.solve_from": 1.5}, "takes a whole number"),
+        ({"alphazero.mirror": 1}, "alphazero.mirror takes true or false, got 1"),
+        ({"alphazero.q_weight": True}, "takes a number"),
+        ({"alphazero.q_weight": None}, "takes a number"),
+        ({"roles": ["main", 3]}, "roles takes a list, each item a string"),
+        ({"alphazero.q_weight": 2.0}, "q_weight must be within 0..1"),  # the config's own check
+        ({"net.precision": "fp8"}, "unknown net precision 'fp8'"),
+    ],
+)
+def test_a_bad_recipe_field_is_refused_by_name(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        league_config("cpu", "x", recipe=fields)
+
+
+def test_a_recipe_applies_last_and_keys_a_league_of_its_own() -> None:
+    exact = {"alphazero.solve_from": 1, "alphazero.search.probe_from": 12}
+    cfg = league_config("cpu", "x", game="dots-and-boxes-3x3", value_target="margin", games=64, recipe=exact)
+    plain = league_config("cpu", "x", game="dots-and-boxes-3x3", value_target="margin", games=64)
+    assert cfg == with_fields(plain, exact)
+    assert cfg.training_hash() != plain.training_hash()
+    # over the options: the recipe's value wins
+    assert league_config("cpu", "x", games=64, recipe={"alphazero.games": 32}).alphazero.games == 32
+    # a board without an exact solver refuses the solver's fields, set or not by a recipe
+    four = {"game": "dots-and-boxes-4x4"}
+    assert league_config("cpu", "x", **four).alphazero.solve_from == 0
+    with pytest.raises(ValueError, match="Dots and Boxes on 4x4 boxes has no exact solver"):
+        league_config("cpu", "x", **four, recipe={"alphazero.search.probe_from": 12})

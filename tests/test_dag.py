@@ -179,6 +179,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "game",
         "learner",
         "value_target",
+        "recipe",
     }
     assert set(dag.params) == expected
     for name in expected:
@@ -198,6 +199,7 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
     assert dag.params.get_param("learner").value == "ppo"
     assert dag.params.get_param("value_target").schema["enum"] == ["outcome", "margin"]
     assert dag.params.get_param("value_target").value == "outcome"
+    assert dag.params.get_param("recipe").value == {}
     good = {
         "league": "a-b.c_1",
         "generations": 20,
@@ -209,8 +211,10 @@ def test_params_make_a_trigger_form_whose_bounds_reject_bad_values() -> None:
         "game": "connect3-4x4",
         "learner": "sarsa",
         "value_target": "margin",
+        "recipe": {"alphazero.solve_from": 1},
     }
     bad = {
+        "recipe": ["alphazero.solve_from", 1],
         "value_target": "score",
         "learner": "dqn",
         "game": "dots-and-boxes-9x9",
@@ -363,6 +367,7 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
         "game": "connect4",
         "learner": "ppo",
         "value_target": "outcome",
+        "recipe": {},
     }
     assert steps.resolve({})["profile"] == "cpu" and steps.resolve({})["league"] == "default"
     mixed = steps._config(steps.resolve({"profile": "cpu-az", "iterations": 3, "games": 8}))
@@ -396,6 +401,29 @@ def test_a_spec_is_the_form_resolved_against_its_profile() -> None:
     assert tab["learner"] == "sarsa" and steps._config(tab).main_learner == "sarsa"
     with pytest.raises(ValueError, match="at most 16 moves, not Connect Four"):
         steps.resolve({"profile": "smoke", "learner": "sarsa"})
+
+
+def test_a_recipe_in_the_form_reaches_every_task_through_the_spec() -> None:
+    from c4core import steps
+
+    exact = {"alphazero.solve_from": 1, "alphazero.search.probe_from": 12}
+    spec = steps.resolve({"profile": "cpu", "game": "dots-and-boxes-3x3", "recipe": exact})
+    assert spec["recipe"] == exact
+    assert json.loads(json.dumps(spec)) == spec  # as XCom and the trainer pod carry it
+    config = steps._config(spec)
+    assert (config.alphazero.solve_from, config.alphazero.search.probe_from) == (1, 12)
+    assert (
+        config.training_hash()
+        != steps._config(steps.resolve({"profile": "cpu", "game": "dots-and-boxes-3x3"})).training_hash()
+    )
+    for bad, message in (
+        (["alphazero.solve_from", 1], "recipe must be an object"),
+        ({"alphazero.solve_form": 1}, "unknown recipe field 'alphazero.solve_form'"),
+        ({"alphazero.solve_from": "1"}, "takes a whole number"),
+        ({"league": "other"}, "unknown recipe field 'league'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            steps.resolve({"profile": "smoke", "recipe": bad})
 
 
 def test_a_trainer_request_names_a_role_that_trains_in_its_generation() -> None:

@@ -184,6 +184,25 @@ def test_resume_redoes_nothing(smoke: SmokeRun, tmp_path: Path, monkeypatch: pyt
     assert {p.name: p.read_bytes() for p in root.iterdir()} == before
 
 
+def test_a_generation_reads_the_records_once_for_all_its_pairings(
+    smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A league's records grow with the square of its members, and an MLflow store searches them
+    all on every read: a generation (replayed here) reads them as often whatever its pairings."""
+    store = LocalStore(copy_store(smoke, tmp_path))
+    real, reads = LocalStore.results, []
+    monkeypatch.setattr(LocalStore, "results", lambda self: reads.append(1) or real(self))
+    monkeypatch.setattr(learners, "train_ppo", _forbid)
+    monkeypatch.setattr(league, "play_match", _forbid)
+    per_generation = []
+    for g in (1, 2):
+        reads.clear()
+        league.run_generation(store, SMOKE, g)
+        per_generation.append(len(reads))
+    assert [len(league_members.new_pairs(store, SMOKE, g)) for g in (1, 2)] == [2, 3]
+    assert per_generation[0] == per_generation[1]
+
+
 def test_resume_after_a_killed_generation(
     smoke: SmokeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from c4core.report import (
     bit_cell,
     build_report,
     compute,
+    draw_ladder,
     draw_suite,
     first_second,
     ladder_history,
@@ -172,6 +174,23 @@ def test_iterations_to_beat_each_champion_in_turn() -> None:
         {"champion": "gen1", "from_generation": 2, "trained": 3, "iterations": 2},
         {"champion": "gen2", "from_generation": 3, "trained": 2, "iterations": None},
     ]
+
+
+def test_a_long_leagues_ladder_keeps_its_axes_and_few_labels(tmp_path: Path) -> None:
+    """One key entry a snapshot: forty of them once squeezed the ladder's axes to nothing."""
+    n = 40
+    records = [rec(f"gen{g}", "random", (4, 0, 1), (3, 1, 1)) for g in range(1, n + 1)]
+    records += [rec(f"gen{g}", f"gen{g - 1}", (3, 0, 2), (2, 1, 2)) for g in range(2, n + 1)]
+    records.append(rec("tactical", "random", (4, 0, 1), (4, 0, 1)))
+    config = dataclasses.replace(profile("smoke"), generations=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns when the layout collapses the axes
+        fig = draw_ladder(compute(LeagueData("long", config, records, {})))
+        fig.savefig(tmp_path / "ladder.png")
+    ax = fig.axes[0]
+    assert ax.get_position().width > 0.4 and ax.get_position().height > 0.5  # of the figure
+    assert len(ax.get_legend().get_texts()) == n + 3  # every snapshot, both bots, the champion
+    assert 10 <= len(ax.get_xticks()) <= 20
 
 
 def test_the_page_shows_roles_and_exploitability(tmp_path: Path) -> None:

@@ -437,6 +437,7 @@ def league(browser: webdriver.Chrome, stack: Stack, rest_runs: dict[str, str]) -
         "game": "connect4",
         "learner": "ppo",
         "value_target": "outcome",
+        "recipe": {},
     }
     defaults |= {"executor": "in-process"}
     assert conf == want | {"match_games": 10} | defaults, conf

@@ -5,7 +5,7 @@ the DAG calls one task a step."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from c4core.config import MAIN, LeagueConfig
@@ -18,9 +18,13 @@ from c4core.league.seeds import match_seed
 from c4core.league.store import LeagueStore
 
 
-def play_league_match(store: LeagueStore, config: LeagueConfig, a: str, b: str) -> MatchResult:
-    """Play (or reuse) the match between two members and record it."""
-    for r in store.results():
+def play_league_match(
+    store: LeagueStore, config: LeagueConfig, a: str, b: str, recorded: Sequence[MatchResult] | None = None
+) -> MatchResult:
+    """Play (or reuse) the match between two members and record it. `recorded`: the store's
+    records, when the caller has read them already (a generation reads them once for all its
+    pairings, not once a pairing: a league's records grow with the square of its members)."""
+    for r in store.results() if recorded is None else recorded:
         if {r.a, r.b} == {a, b}:
             return r
     result = play_match(
@@ -68,7 +72,10 @@ def run_generation(
     start = time.perf_counter()
     plan = plan_generation(store, config, generation)
     train_learners(store, config, generation, plan, on_iteration)
-    matches = [play_league_match(store, config, a, b) for a, b in new_pairs(store, config, generation)]
+    recorded = store.results()
+    matches = [
+        play_league_match(store, config, a, b, recorded) for a, b in new_pairs(store, config, generation)
+    ]
     fit = fit_ratings(store.results())
     assert fit is not None  # the new snapshot has just played
     exploiters = {role: opp for role, opp in plan.items() if role != MAIN}

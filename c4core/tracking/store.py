@@ -429,7 +429,7 @@ class MLflowStore:
 
     def record_match(self, result: MatchResult) -> None:
         key = pair_key(result.a, result.b)
-        if any(pair_key(r.a, r.b) == key for r in self.results()):
+        if any(self._complete(run) for run in self._search("match", **{PAIR: key})):
             return
         self._abandon_incomplete("match", **{PAIR: key})
         tags = {PAIR: key}
