@@ -554,10 +554,12 @@ def test_dag_test_runs_a_dots_and_boxes_league_scored_on_its_suite_and_probes(
 ) -> None:
     """A 3x3 Dots and Boxes league through the DAG: its own registered model, each version
     scored on the solver-labelled suite and per principle on the strategy probes (version tags
-    and generation-run metrics), and a registered snapshot plays legal lines."""
+    and generation-run metrics), and a registered snapshot plays legal lines. Its recipe field
+    reaches the trained net and the run's params under the same dotted path."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     conf = {"league": "dots", "profile": "smoke", "generations": 2, "game": "dots-and-boxes-3x3"}
-    assert dag_test(uri, conf | {"iterations": 1, "games": 32}) == "success"
+    conf |= {"iterations": 1, "games": 32, "recipe": {"net.channels": 4}}
+    assert dag_test(uri, conf) == "success"
     client = LeagueRun("", "", {}, uri).client()
     assert [m.name for m in client.search_registered_models()] == ["dots-and-boxes-3x3"]
     versions = {v.tags["member"]: v for v in client.search_model_versions("name = 'dots-and-boxes-3x3'")}
@@ -567,7 +569,9 @@ def test_dag_test_runs_a_dots_and_boxes_league_scored_on_its_suite_and_probes(
         assert tags["suite_counted"] == "1200" and tags["suite_file"] == "dots-and-boxes-3x3, seed 0"
         for tag in ("double_cross", "forced_capture", "loop_control", "parity_sacrifice"):
             assert 0.0 <= float(tags[f"probe_{tag}"]) <= 1.0
-        metrics = client.get_run(version.run_id).data.metrics
+        run = client.get_run(version.run_id)
+        assert run.data.params["net.channels"] == "4"
+        metrics = run.data.metrics
         assert metrics["suite/probe/forced_capture"] == pytest.approx(
             float(tags["probe_forced_capture"]), abs=1e-4
         )
@@ -578,6 +582,7 @@ def test_dag_test_runs_a_dots_and_boxes_league_scored_on_its_suite_and_probes(
     ckpt, name = load_checkpoint(
         Tracking.for_uri(uri), f"models:/dots-and-boxes-3x3/{versions['gen2'].version}"
     )
+    assert ckpt.net_config is not None and ckpt.net_config.channels == 4
     game = load("dots-and-boxes-3x3")
     state = game.state_from_moves("h0,0 v0,0 h1,0")
     assert state.lines >> ckpt.player(name).act_position(state) & 1 == 0  # an undrawn line
