@@ -937,14 +937,7 @@ def league_config(
     if precision is not None:
         config = replace(config, net=replace(config.net, precision=precision))
     config = with_training(config, iterations, games)
-    if recipe:
-        config = with_fields(config, recipe)
-        if not solvable(config.board) and (config.alphazero.solve_from or config.alphazero.search.probe_from):
-            raise ValueError(
-                f"{config.board.title} has no exact solver: alphazero.solve_from and "
-                "alphazero.search.probe_from must stay 0"
-            )
-    return config
+    return with_fields(config, recipe) if recipe else config
 
 
 # ---- member names --------------------------------------------------------------------------------
