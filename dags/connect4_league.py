@@ -93,8 +93,9 @@ PARAMS = {
         title="Profile",
         description_md="`smoke` (seconds, for tests), `cpu` (six PPO generations, then one "
         "AlphaZero-style, each learner on two data-parallel ranks: about 5 minutes on 2 cores with "
-        "AMX, more without it; longer in float32), `cpu-az` (the `cpu` league run on to "
-        "20 generations) or `gpu` (the reference sizing, all three roles; trains on CUDA).",
+        "AMX, about 7 with AVX-512 BF16 and no AMX; 1.6-1.9 times as long in float32), `cpu-az` "
+        "(the `cpu` league run on to 20 generations) or `gpu` (the reference sizing, all three "
+        "roles; trains on CUDA).",
     ),
     "game": Param(
         LEAGUE_VARIANTS[0],

@@ -301,7 +301,12 @@ def open_trigger_form(driver: webdriver.Chrome, stack: Stack) -> WebElement:
         driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]"), "the DAG page"
     )
     driver.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-button]").click()
-    until(driver, lambda d: d.find_elements(By.NAME, "element_league"), "the trigger form")
+    # the dialog fades in: its fields are in the page before they count as displayed
+    until(
+        driver,
+        lambda d: any(field.is_displayed() for field in d.find_elements(By.NAME, "element_league")),
+        "the trigger form",
+    )
     return driver.find_element(By.CSS_SELECTOR, ".chakra-dialog__content")
 
 
@@ -372,7 +377,8 @@ def test_the_trigger_form_shows_every_field_and_refuses_a_bad_league_name(
         labels = dialog.find_elements(
             By.XPATH, f".//label[normalize-space(.)='{title}' or starts-with(normalize-space(.), '{title} ')]"
         )
-        assert labels and labels[0].is_displayed(), title
+        assert labels, title
+        until(browser, lambda d, label=labels[0]: label.is_displayed(), f"the label {title!r} shown", 10)
     assert (
         dialog.find_element(By.NAME, "element_profile").get_attribute("value") == params["profile"]["value"]
     )
