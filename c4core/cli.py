@@ -231,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
+    m.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--tracking-uri", help=TRACKING_HELP)
     _add_board(m)
@@ -323,9 +324,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---- match ---------------------------------------------------------------------------------------
 def cmd_match(args: argparse.Namespace) -> int:
+    import torch
+
     from c4core.evaluation.match import play_match
     from c4core.players import make_player
 
+    # a searched player runs thousands of small forwards, which extra threads slow down, and
+    # matches often run side by side (docs/BENCHMARKS.md)
+    torch.set_num_threads(args.threads)
     fetch, game = _registry(args), _game(args)
     a, b = make_player(args.a, game, registry=fetch), make_player(args.b, game, registry=fetch)
     result = play_match(a, b, args.games, seed=args.seed, opening_plies=args.opening_plies, game=game)

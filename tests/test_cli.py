@@ -120,13 +120,21 @@ def test_match_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert "random first" in out and "tactical first" in out
 
 
-def test_match_with_a_checkpoint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_match_with_a_checkpoint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+    # one torch thread unless asked: a searched network's small forwards slow down on more
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
     torch.manual_seed(SEED)
     path = tmp_path / "tiny.pt"
     Checkpoint.of(PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8))).save(path)
     rc, out, _ = run(capsys, "match", str(path), "random", "--games", "10", "--json")
-    assert rc == 0
+    assert rc == 0 and threads == [1]
     assert json.loads(out)["a"] == "tiny" and json.loads(out)["games"] == 10
+    rc, out, _ = run(capsys, "match", f"{path}+mcts4", "random", "--games", "2", "--threads", "2", "--json")
+    assert rc == 0 and threads == [1, 2]
+    assert json.loads(out)["a"] == "tiny+mcts4"
 
 
 def test_match_subprocess_json() -> None:
