@@ -76,6 +76,11 @@ def _roles(text: str) -> tuple[str, ...]:
     return roles
 
 
+def _add_threads(parser: argparse.ArgumentParser) -> None:
+    help_ = "torch CPU threads (default: %(default)s)"
+    parser.add_argument("--threads", type=_positive, default=1, help=help_)
+
+
 def _add_board(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--game",
@@ -231,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--games", type=_positive_even, default=400, help="games, even (default: %(default)s)")
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--opening-plies", type=_non_negative, default=4, help="random opening plies (default: 4)")
-    m.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
+    _add_threads(m)
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--tracking-uri", help=TRACKING_HELP)
     _add_board(m)
@@ -262,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--suite", help="suite JSONL (default: ../shared/suite/dev.jsonl next to the repo)")
     ev.add_argument("--simulations", type=_positive, help="search a network player with N simulations a move")
     ev.add_argument("--seed", type=_non_negative, default=0, help="seed of a stochastic player's choices")
-    ev.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
+    _add_threads(ev)
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--tracking-uri", help=TRACKING_HELP)
     ev.add_argument(
@@ -288,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("--model", default="models:/connect4@champion", help="registry URI to follow")
     sa.add_argument("--refresh", type=float, default=30.0, help="seconds between registry checks (30)")
     sa.add_argument("--serve-url", help="take moves from `mlflow models serve`, e.g. http://127.0.0.1:5001")
-    sa.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default: %(default)s)")
+    _add_threads(sa)
     sa.add_argument("--tracking-uri", help=TRACKING_HELP)
     return p
 
