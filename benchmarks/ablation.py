@@ -4,8 +4,10 @@ and with both) and the sample-efficiency levers (the `cpu-az` recipe as it is, a
 with one lever each, with all of them, and with the three whose suite scores rose alone,
 `together`: `AlphaZeroConfig.merge_duplicates`, `learning_rate_final`, `average_iterations` and a
 `q_weight` towards the search's value), Gumbel's root search (`SearchConfig.root`) at the
-recipe's 64 simulations and at 16, and the speed levers together, `evaluation_cache` and
-`reuse_tree`.
+recipe's 64 simulations and at 16, the speed levers together, `evaluation_cache` and
+`reuse_tree`, and KataGo's levers: the reply head (`NetConfig.reply_head`), a first-play
+reduction (`SearchConfig.fpu_reduction`), and forced playouts with policy target pruning
+(`SearchConfig.forced_playouts`, with PUCT's root at 64 simulations, as before Gumbel's).
 
 Three steps, each a subcommand::
 
@@ -19,6 +21,9 @@ Three steps, each a subcommand::
     python benchmarks/ablation.py arm plain --base /tmp/ablation/base --out /tmp/ablation --minutes 30
     #    an arm goes on from where it stopped, for --minutes more (leagues resume)
     python benchmarks/ablation.py arm plain --resume --out /tmp/ablation --minutes 60
+    #    two arms side by side, one core each (pass the same --ranks when resuming)
+    python benchmarks/ablation.py arm share --ranks 1 --base /tmp/ablation/base --out /tmp/one --minutes 30 &
+    python benchmarks/ablation.py arm reply --ranks 1 --base /tmp/ablation/base --out /tmp/one --minutes 30
     # 3. every arm's AlphaZero generations and the base's last PPO snapshot on the dev suite (raw
     #    and with 256 simulations, all counted positions and plies 4-10; --jobs processes), the
     #    final champions and the newest snapshots head to head (400 games each), and each
@@ -28,9 +33,9 @@ Three steps, each a subcommand::
     python benchmarks/ablation.py evaluate --out /tmp/ablation/rerun share together
     python benchmarks/ablation.py evaluate --out /tmp/ablation/gumbel share gumbel gumbel16 speed
 
-The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe; the seed,
-the net, the PPO recipe and the rest of the AlphaZero recipe (the `cpu-az` profile's) are the
-same. A main-agent-only arm
+The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe (and, for
+the reply head, of the net); the seed, the PPO recipe and the rest of the AlphaZero recipe (the
+`cpu-az` profile's) are the same. A main-agent-only arm
 gets the base's main snapshots and their records only, so it is the league as it was before
 roles. Run the arms one after another on an otherwise idle machine: each is timed by the wall
 clock, and an exploiter arm's learners use both cores.
@@ -78,21 +83,33 @@ ARMS: dict[str, dict[str, Any]] = {
     "gumbel16": {"roles": MAIN, "alphazero": {"search": {"root": "gumbel", "simulations": 16}}},
     # the speed levers: the evaluation cache and tree reuse, which change what a second buys
     "speed": {"roles": MAIN, "alphazero": {"evaluation_cache": 500_000, "reuse_tree": True}},
+    # KataGo's (Wu 2019): the opponent's reply as an auxiliary target, its first-play
+    # reduction, and forced playouts with policy target pruning, which need PUCT's root
+    "reply": {"roles": MAIN, "net": {"reply_head": True}, "alphazero": {}},
+    "fpu": {"roles": MAIN, "alphazero": {"search": {"fpu_reduction": 0.2}}},
+    "forced": {
+        "roles": MAIN,
+        "alphazero": {"search": {"root": "puct", "simulations": 64, "forced_playouts": 2.0}},
+    },
 }
 """Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 
 
-def arm_config(arm: str) -> Any:
+def arm_config(arm: str, ranks: int | None = None) -> Any:
+    """The arm's league config; `ranks` replaces the AlphaZero learner's (the recipe's two, one
+    a core) to run two arms side by side."""
     from c4core.config import PROFILES, overridden
 
     base = PROFILES["cpu-az"]
     settings = ARMS[arm]
+    alphazero = overridden(base.alphazero, settings["alphazero"])
     return replace(
         base,
         name=f"ablation-{arm}",
         generations=200,  # more than fit: the wall clock ends the arm
         roles=settings["roles"],
-        alphazero=overridden(base.alphazero, settings["alphazero"]),
+        net=overridden(base.net, settings.get("net", {})),
+        alphazero=alphazero if ranks is None else replace(alphazero, ranks=ranks),
     )
 
 
@@ -139,7 +156,7 @@ def _seed_arm(base: Path, folder: Path, roles: tuple[str, ...]) -> None:
 def cmd_arm(args: argparse.Namespace) -> int:
     """Run one arm for `--minutes` of wall time, in a child process killed when time is up;
     with `--resume`, go on from where the arm's folder stopped for `--minutes` more."""
-    config = arm_config(args.arm)
+    config = arm_config(args.arm, args.ranks)
     folder = Path(args.out) / args.arm
     log = folder / "generations.jsonl"
     if args.resume:
@@ -150,7 +167,8 @@ def cmd_arm(args: argparse.Namespace) -> int:
     # a resumed arm's log goes on counting seconds from the wall time it already spent
     spent = json.loads(log.read_text().splitlines()[-1])["seconds"] if args.resume else 0.0
     child = subprocess.Popen(
-        [sys.executable, __file__, "_run", args.arm, str(folder), "--spent", str(spent)],
+        [sys.executable, __file__, "_run", args.arm, str(folder), "--spent", str(spent)]
+        + (["--ranks", str(args.ranks)] if args.ranks else []),
         start_new_session=True,  # its learner processes go with it
     )
     deadline = time.monotonic() + args.minutes * 60
@@ -172,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from c4core.league.store import LocalStore
 
     torch.set_num_threads(1)
-    config = arm_config(args.arm)
+    config = arm_config(args.arm, args.ranks)
     folder = Path(args.folder)
     start = time.perf_counter() - args.spent
     log = folder / "generations.jsonl"
@@ -309,10 +327,12 @@ def main() -> int:
     a.add_argument("--out", required=True)
     a.add_argument("--minutes", type=float, default=30.0)
     a.add_argument("--resume", action="store_true", help="go on from where the arm in --out stopped")
+    a.add_argument("--ranks", type=int, default=None, help="the AlphaZero learner's ranks (the recipe's: 2)")
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("arm", choices=list(ARMS))
     r.add_argument("folder")
     r.add_argument("--spent", type=float, default=0.0)
+    r.add_argument("--ranks", type=int, default=None)
     e = sub.add_parser("evaluate", help="score every arm")
     e.add_argument("--out", required=True)
     e.add_argument("--suite", default=None)

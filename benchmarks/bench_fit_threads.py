@@ -38,6 +38,8 @@ def window(name: str, n: int) -> tuple[Samples, PolicyValueNet]:
         legal.float() / legal.float().sum(1, keepdim=True),
         torch.zeros(n),
         torch.zeros(n, dtype=torch.bool),
+        torch.zeros_like(legal, dtype=torch.float32),
+        torch.zeros(n, dtype=torch.bool),
     )
     torch.manual_seed(0)
     return samples, PolicyValueNet(PROFILES["cpu"].net, game)

@@ -74,6 +74,8 @@ def labelled(
         policy=torch.from_numpy(best / best.sum(1, keepdims=True)).float(),
         value=torch.from_numpy(margin).float(),
         proven=torch.ones(len(values), dtype=torch.bool),
+        reply=torch.zeros(len(values), game.num_actions),  # random positions: no next decision
+        has_reply=torch.zeros(len(values), dtype=torch.bool),
     )
 
 

@@ -116,6 +116,26 @@ class SearchConfig:
     Q rescaled to 0..1 over its legal moves (the paper's and mctx's 50 and 0.1)."""
     c_scale: float = field(default=0.1, metadata=NEW)
     """See `c_visit`."""
+    fpu_reduction: float = field(default=0.0, metadata=NEW)
+    """First-play urgency: an unvisited edge's value is the node's mean value minus this times the
+    square root of the prior mass of the node's visited edges (Leela Chess Zero's and KataGo's
+    reduction), so that once the likely moves are searched an unlikely one must look better
+    than the node to be tried; 0 takes the node's mean, as AlphaZero's parent-value rule does.
+    Every PUCT node, the root too; Gumbel's root completes its unvisited moves its own way."""
+    prior_temperature: float = field(default=1.0, metadata=NEW)
+    """The network's priors at every node become ``p ** (1 / T)``, renormalised over the legal
+    moves, before any root noise (AlphaZero.jl's ``prior_temperature``): above 1 flattens them,
+    so the search tries more moves, below 1 sharpens them; 1 leaves them as they are. Gumbel's
+    root takes its logits from the tempered priors."""
+    forced_playouts: float = field(default=0.0, metadata=NEW)
+    """KataGo's forced playouts and policy target pruning (Wu, "Accelerating Self-Play Learning
+    in Go", 2019), PUCT's root only, for self-play: a root move whose prior (after root noise) is
+    P gets a simulation whenever it has fewer than ``sqrt(k * P * root visits)`` visits, with k
+    this value (KataGo's 2), so noise makes every move explored; then the policy target takes
+    from each move but the most visited the visits forcing gave it beyond what PUCT alone would
+    have, and drops moves left with one visit, so the noise's visits do not teach the policy.
+    The most visited move is still the one chosen, and the root value is the search's; a move
+    sampled in proportion to the target (`temperature`) follows the pruned one. 0 is off."""
 
     def __post_init__(self) -> None:
         if type(self.simulations) is not int or self.simulations < 1:
@@ -140,6 +160,14 @@ class SearchConfig:
             )
         if not (self.c_visit > 0 and self.c_scale > 0):
             raise ValueError(f"c_visit and c_scale must be positive, got {self.c_visit} and {self.c_scale}")
+        if not self.fpu_reduction >= 0:
+            raise ValueError(f"fpu_reduction must be 0 or more, got {self.fpu_reduction}")
+        if not self.prior_temperature > 0:
+            raise ValueError(f"prior_temperature must be positive, got {self.prior_temperature}")
+        if not self.forced_playouts >= 0:
+            raise ValueError(f"forced_playouts must be 0 (off) or more, got {self.forced_playouts}")
+        if self.forced_playouts and self.root == "gumbel":
+            raise ValueError("forced_playouts is PUCT's root: Gumbel's root plans its own visits")
 
 
 PRECISIONS = ("float32", "bfloat16")
@@ -193,6 +221,13 @@ class NetConfig:
     values, whose mean is the value the search and PPO see. With the margin as target, 2B + 1
     bins hold a B-box board's every final margin exactly (19 on 3x3 Dots and Boxes), so a
     one-box difference is one bin apart rather than a fraction of a squared error."""
+
+    reply_head: bool = field(default=False, metadata=NEW)
+    """Add an auxiliary head that predicts the next decision's policy target: the opponent's
+    reply, or the mover's own next move after a Dots and Boxes capture (KataGo's opponent-policy
+    head, Wu 2019). Only the AlphaZero-style learner fits it (`AlphaZeroConfig.reply_weight`);
+    the search and every player ignore it, and its only effect is through the trunk the two
+    heads share. A snapshot without it loads into a net with it, the new head fresh."""
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.channels < 1 or self.value_hidden < 1:
@@ -385,6 +420,10 @@ class AlphaZeroConfig:
     proofs, and simulate only until the root has `search.simulations` visits: the kept visits
     are evaluations saved, and the policy target counts them. Not with Gumbel's root
     (`SearchConfig.root`), which plans its visits from an unvisited root."""
+    reply_weight: float = field(default=0.15, metadata=NEW)
+    """Weight of the reply head's cross-entropy in the loss, for a net that has one
+    (`NetConfig.reply_head`; KataGo's 0.15). A decision whose next move no search of the learner
+    chose (the game's last, or a league member's turn next) adds nothing to it."""
     ranks: int = 1
     """Data-parallel processes the learner trains on, each with one torch thread
     (`c4core.learners.ranks`): each rank plays ``games / ranks`` of an iteration's games with a random
@@ -417,6 +456,8 @@ class AlphaZeroConfig:
             )
         if type(self.average_iterations) is not int or self.average_iterations < 0:
             raise ValueError(f"average_iterations must be 0 (off) or more, got {self.average_iterations!r}")
+        if not self.reply_weight >= 0:
+            raise ValueError(f"reply_weight must be 0 or more, got {self.reply_weight}")
         if self.reuse_tree and self.search.root == "gumbel":
             raise ValueError(
                 "reuse_tree keeps visits, and Gumbel's root (search.root) plans its visits from none"

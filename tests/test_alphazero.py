@@ -25,9 +25,11 @@ from c4core.learners.alphazero import (
     _rescore,
     average_weights,
     fit,
+    league_games,
     learning_rate_at,
     member_player,
     merge_duplicates,
+    next_decisions,
     seat_games,
     self_play,
     solver_for,
@@ -106,6 +108,7 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"learning_rate": 1e-3, "learning_rate_final": 2e-3},
         {"average_iterations": -1},
         {"average_iterations": 1.5},
+        {"reply_weight": -0.1},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -690,7 +693,9 @@ def test_merged_duplicates_take_the_mean_targets_and_proven_values_win() -> None
     value = torch.tensor([0.2, 0.5, 1.0, -0.5, 0.4, 0.3])
     proven = torch.tensor([False, False, True, False, False, False])
     ply, player = torch.tensor([2, 3, 2, 3, 2, 0]), torch.tensor([0, 1, 0, 1, 0, 0])
-    merged = merge_duplicates(Samples(obs, legal, player, ply, policy, value, proven))
+    reply = torch.tensor([[0, 1, 0], [0, 0, 0], [0, 0, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0.0]])
+    has_reply = torch.tensor([True, False, True, True, False, False])
+    merged = merge_duplicates(Samples(obs, legal, player, ply, policy, value, proven, reply, has_reply))
     assert len(merged) == 3  # A, B, C, in the order of each one's first copy
     assert torch.equal(merged.observation, obs[[0, 1, 5]]) and merged.ply.tolist() == [2, 3, 0]
     assert torch.allclose(merged.policy[0], torch.tensor([0.5, 1 / 6, 1 / 3]))
@@ -698,6 +703,9 @@ def test_merged_duplicates_take_the_mean_targets_and_proven_values_win() -> None
     assert torch.equal(merged.policy[2], policy[5])
     assert merged.value.tolist() == pytest.approx([1.0, 0.0, 0.3])  # A's exact value, not 0.53
     assert merged.proven.tolist() == [True, False, False]
+    # A's two copies with a reply target average them; B's one; C has none
+    assert torch.allclose(merged.reply, torch.tensor([[0, 0.5, 0.5], [1, 0, 0], [0, 0, 0.0]]))
+    assert merged.has_reply.tolist() == [True, True, False]
 
 
 def test_merging_a_self_play_window_keeps_every_position_once_with_its_copies_means(
@@ -800,3 +808,58 @@ def test_self_play_with_tree_reuse_keeps_visits_and_well_formed_targets() -> Non
 def test_tree_reuse_refuses_gumbels_root() -> None:
     with pytest.raises(ValueError, match="Gumbel"):
         replace(TINY, reuse_tree=True, search=replace(TINY.search, root="gumbel"))
+
+
+# ---- the reply head -----------------------------------------------------------------------------
+def test_next_decisions_find_the_same_games_next_ply() -> None:
+    game = torch.tensor([0, 1, 0, 1, 0, 2])
+    ply = torch.tensor([4, 3, 5, 5, 7, 2])
+    # game 0: plies 4 and 5 follow, 7 is last; game 1 skips ply 4 (a member's move); game 2 ends
+    assert next_decisions(game, ply).tolist() == [2, -1, -1, -1, -1, -1]
+    assert next_decisions(torch.tensor([3, 3]), torch.tensor([1, 0])).tolist() == [-1, 0]
+    assert len(next_decisions(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long))) == 0
+
+
+def test_each_decision_but_a_games_last_targets_the_next_decisions_policy(
+    played: tuple[Samples, dict],
+) -> None:
+    """Self-play: the learner makes every move after the opening, so all but each game's last
+    decision have a reply target, and it is the policy target of a decision one ply later."""
+    samples, _ = played
+    assert int(samples.has_reply.sum()) == len(samples) - TINY.games
+    assert torch.allclose(samples.reply[samples.has_reply].sum(1), torch.ones(int(samples.has_reply.sum())))
+    assert not samples.reply[~samples.has_reply].any()
+    for i in torch.nonzero(samples.has_reply).squeeze(1).tolist():
+        later = torch.nonzero(samples.ply == samples.ply[i] + 1).squeeze(1)
+        assert any(torch.equal(samples.policy[j], samples.reply[i]) for j in later.tolist())
+
+
+def test_league_games_give_no_reply_target_where_a_member_moves_next(
+    league_played: tuple[Samples, dict, int],
+) -> None:
+    """In Connect Four a member replies to every learner move of a league game, so those
+    decisions have none. A league game's learner decisions number at least its member's moves
+    less one, so at most ``samples - member moves`` decisions, the self-play games' all but
+    last, can have a reply."""
+    samples, _, member_moves = league_played
+    league = league_games(LEAGUE, 2)
+    assert 0 < int(samples.has_reply.sum()) <= len(samples) - member_moves
+    assert int(samples.has_reply.sum()) < len(samples) - (LEAGUE.games - league)
+
+
+def test_fit_learns_the_reply_head_and_a_zero_weight_leaves_it_alone(
+    played: tuple[Samples, dict], gen: torch.Generator
+) -> None:
+    samples, _ = played
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, reply_head=True))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    first = fit(net, optimizer, samples, 1, TINY, gen)
+    for _ in range(20):
+        last = fit(net, optimizer, samples, 5, TINY, gen)
+    assert last["reply"] < first["reply"]
+    before = net.reply_fc.weight.detach().clone()
+    unweighted = fit(net, optimizer, samples, 3, replace(TINY, reply_weight=0.0), gen)
+    assert "reply" not in unweighted and torch.equal(net.reply_fc.weight, before)
+    plain = tiny_net()
+    assert "reply" not in fit(plain, torch.optim.Adam(plain.parameters()), samples, 1, TINY, gen)

@@ -20,7 +20,7 @@ from c4core.games import ConnectFour, DotsAndBoxes
 from c4core.games.connect4.batch import Boards
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.dots_and_boxes.rules import Boxes
-from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, grown, two_hot
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, fitted_optimizer_state, grown, two_hot
 
 SEED = 1234
 TINY = NetConfig(blocks=1, channels=8, value_hidden=8)
@@ -476,3 +476,47 @@ def test_a_snapshot_from_before_the_chain_planes_loads_with_zero_weights_on_them
         assert torch.equal(mine, theirs)
     checkpoint = replace(Checkpoint.of(net), model=old)
     assert torch.equal(checkpoint.build().evaluate(boards)[1], net.evaluate(boards)[1])
+
+
+def test_a_reply_head_adds_logits_and_loads_from_snapshots_with_or_without_one(boards: Boards) -> None:
+    """The reply head changes nothing the net plays with: a snapshot without one loads into a net
+    with one (the head as it was made) and plays alike, and one with it loads into a net without
+    it. The optimizer state saved with either fits the other: the shared parameters keep their
+    moments, and the reply head's start afresh or are dropped."""
+    torch.manual_seed(SEED)
+    plain = PolicyValueNet(TINY)
+    with_reply = PolicyValueNet(replace(TINY, reply_head=True))
+    logits, head, reply = with_reply.heads_with_reply(boards.planes(), boards.legal())
+    assert reply is not None and reply.shape == logits.shape == (len(boards), 7)
+    assert torch.equal(with_reply.heads(boards.planes(), boards.legal())[1], head)
+    assert plain.heads_with_reply(boards.planes(), boards.legal())[2] is None
+    made = {k: v.clone() for k, v in with_reply.state_dict().items() if k.startswith("reply")}
+    assert not with_reply.load_snapshot(plain.state_dict())
+    assert all(torch.equal(with_reply.state_dict()[k], v) for k, v in made.items())
+    for mine, theirs in zip(with_reply.evaluate(boards), plain.evaluate(boards), strict=True):
+        assert torch.equal(mine, theirs)
+    other = PolicyValueNet(TINY)
+    assert not other.load_snapshot(with_reply.state_dict())
+    assert torch.equal(other.evaluate(boards)[1], plain.evaluate(boards)[1])
+    # optimizer states across the change, both ways
+    saved = _adam_after_one_step(plain, STANDARD).state_dict()
+    adam = torch.optim.Adam(with_reply.parameters())
+    adam.load_state_dict(fitted_optimizer_state(saved, with_reply))
+    moments = adam.state_dict()["state"]
+    assert set(moments) == set(range(len(list(plain.parameters()))))
+    assert torch.equal(moments[0]["exp_avg"], saved["state"][0]["exp_avg"])
+    with_reply.heads_with_reply(boards.planes(), boards.legal())[2].sum().backward()
+    adam.step()  # the reply head's first step, from no moments
+    assert len(adam.state_dict()["state"]) == len(list(with_reply.parameters()))
+    back = torch.optim.Adam(other.parameters())
+    back.load_state_dict(fitted_optimizer_state(adam.state_dict(), other))
+    assert set(back.state_dict()["state"]) == set(range(len(list(other.parameters()))))
+
+
+def test_a_grown_net_keeps_its_reply_head(boards: Boards) -> None:
+    torch.manual_seed(SEED)
+    net = PolicyValueNet(replace(TINY, reply_head=True)).eval()
+    big = grown(net, 2, 16, torch.Generator().manual_seed(3))
+    small_reply = net.heads_with_reply(boards.planes(), boards.legal())[2]
+    big_reply = big.heads_with_reply(boards.planes(), boards.legal())[2]
+    assert torch.allclose(small_reply, big_reply, atol=1e-5)

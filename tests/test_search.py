@@ -27,9 +27,12 @@ from c4core.learners.search import (
     EvaluationCache,
     SearchPlayer,
     TreeReuse,
+    forced_visits,
     halving_plan,
+    pruned_visits,
     search,
     search_position,
+    tempered,
 )
 from c4core.players import make_player
 
@@ -343,6 +346,10 @@ def test_config_and_geometry_are_checked(net: PolicyValueNet) -> None:
         dict(considered_actions=0),
         dict(c_visit=0.0),
         dict(c_scale=-0.1),
+        dict(fpu_reduction=-0.1),
+        dict(prior_temperature=0.0),
+        dict(forced_playouts=-1.0),
+        dict(forced_playouts=2.0, root="gumbel"),
     ):
         with pytest.raises(ValueError):
             SearchConfig(**bad)
@@ -740,3 +747,62 @@ def test_reuse_refuses_gumbel_and_mismatched_ids(net: PolicyValueNet) -> None:
         search(net, boards, SearchConfig(simulations=4, root="gumbel"), reuse=TreeReuse())
     with pytest.raises(ValueError, match="2 game ids for 1"):
         search(net, boards, SearchConfig(simulations=4), reuse=TreeReuse(), games=np.array([0, 1]))
+
+
+# ---- first-play urgency, prior temperature, forced playouts -------------------------------------
+def test_first_play_reduction_keeps_unlikely_moves_unvisited_once_the_likely_one_is_searched() -> None:
+    """Every position is worth 0 but the one after move 3, good for the root's mover: the more
+    an unvisited move's value is reduced below the root's mean, the fewer moves are tried."""
+    oracle = FirstMoveValues([0.1, 0.1, 0.1, 0.4, 0.1, 0.1, 0.1], {3: -0.5})
+    tried = []
+    for reduction in (0.0, 0.5, 2.0):
+        r = search_position(oracle, Position(), SearchConfig(simulations=16, fpu_reduction=reduction))
+        assert sum(r.visits) == 16 and r.column == 3
+        tried.append(sum(v > 0 for v in r.visits))
+    assert tried[0] == 7 and tried[0] > tried[1] > tried[2] == 1
+
+
+def test_tempered_priors_are_powers_renormalised_and_the_search_uses_them() -> None:
+    prior = np.array([[0.5, 0.25, 0.25, 0.0], [0.1, 0.2, 0.3, 0.4]])
+    flat = tempered(prior, 2.0)
+    expected = np.sqrt(prior) / np.sqrt(prior).sum(1, keepdims=True)
+    assert np.allclose(flat, expected) and flat[0, 3] == 0 and np.allclose(flat.sum(1), 1)
+    assert np.allclose(tempered(prior, 0.5)[1], prior[1] ** 2 / (prior[1] ** 2).sum())
+    assert tempered(prior, 1.0) is prior
+    net_prior = [0.02, 0.03, 0.05, 0.8, 0.05, 0.03, 0.02]
+    oracle = FirstMoveValues(net_prior, {})
+    plain = search_position(oracle, Position(), SearchConfig(simulations=32))
+    flat_search = search_position(oracle, Position(), SearchConfig(simulations=32, prior_temperature=2.0))
+    assert np.allclose(flat_search.prior, tempered(np.array([net_prior]), 2.0)[0])
+    assert flat_search.visits[3] < plain.visits[3]  # flatter priors spread the visits
+
+
+def test_policy_target_pruning_of_a_known_root() -> None:
+    """By hand, with c_puct 1.5 and k 2: 18 visits, so the most visited move's score is
+    0.1 + 1.5 * 0.5 * sqrt(19) / 11 = 0.397. Move 1 (q 0) stays at or below it from 4 visits on,
+    and forcing gave it at most floor(sqrt(2 * 0.3 * 18)) = 3: it keeps 4 of 7. Move 2 (q -0.9)
+    would stay below it with no visit, so its one visit goes; move 3 had none."""
+    visits = np.array([[10, 7, 1, 0]])
+    q = np.array([[0.1, 0.0, -0.9, 0.0]])
+    prior = np.array([[0.5, 0.3, 0.1, 0.1]])
+    assert np.allclose(forced_visits(prior, visits.sum(1), 2.0), np.sqrt(2 * prior * 18))
+    assert pruned_visits(visits, q, prior, np.ones((1, 4), bool), 1.5, 2.0).tolist() == [[10, 4, 0, 0]]
+    # a move that may not be played counts nothing, even the most visited
+    allowed = np.array([[False, True, True, True]])
+    assert pruned_visits(visits, q, prior, allowed, 1.5, 2.0)[0, 0] == 0
+
+
+def test_forced_playouts_visit_every_root_move_and_pruning_takes_the_forced_visits_back() -> None:
+    """Every position is worth 0, so PUCT alone shares 64 visits about as the priors do, and the
+    rarest moves get one. Forcing (k = 2) gives each move at least sqrt(2 * P * 63) by the last
+    simulation; pruning, worked by hand as in the test above, takes the rarest moves' back out
+    of the target, and leaves moves 2 and 4 their 3, which PUCT alone gave them too."""
+    prior = [0.02, 0.03, 0.05, 0.8, 0.05, 0.03, 0.02]
+    oracle = FirstMoveValues(prior, {})
+    plain = search_position(oracle, Position(), SearchConfig(simulations=64))
+    forced = search_position(oracle, Position(), SearchConfig(simulations=64, forced_playouts=2.0))
+    due = np.ceil(np.sqrt(2 * np.array(prior) * 63))
+    assert (np.array(forced.visits) >= due).all() and not (np.array(plain.visits) >= due).all()
+    assert forced.visits == [2, 2, 3, 50, 3, 2, 2] and forced.column == plain.column == 3
+    assert np.allclose(forced.probs, np.array([0, 0, 3, 50, 3, 0, 0]) / 56)
+    assert np.allclose(plain.probs, np.array(plain.visits) / 64)  # no pruning without forcing

@@ -46,7 +46,9 @@ Three sample-efficiency levers, each off by default (`AlphaZeroConfig`): `merge_
 merges the window's copies of a position into one sample with mean targets (`merge_duplicates`
 below), `learning_rate_final` anneals the step size along a half cosine over a generation
 (`learning_rate_at`), and `average_iterations` makes the snapshot the mean of its last
-iterations' weights (`average_weights`).
+iterations' weights (`average_weights`). A fourth is the net's: with `NetConfig.reply_head`
+every decision also carries the next decision's policy target (`next_decisions`), which an
+auxiliary head learns, as KataGo's net predicts the opponent's reply.
 
 With `ranks` above 1 the learner trains data-parallel (`c4core.learners.ranks`): each rank self-plays
 its share of the games on a random stream of its own, every rank's decisions are pooled into
@@ -100,6 +102,12 @@ class Samples:
     """[n] float32 value target for the player to move, in -1..1."""
     proven: torch.Tensor
     """[n] bool: the value target is exact (MCTS-Solver proved the root), not a z/q estimate."""
+    reply: torch.Tensor
+    """[n, actions] float32: the reply head's target (`NetConfig.reply_head`): the policy target
+    of the same game's next decision, one ply later; zeros where `has_reply` is False."""
+    has_reply: torch.Tensor
+    """[n] bool: the learner searched the next ply of the game (not so after the game's last
+    move, or where a league member moves next)."""
 
     def __len__(self) -> int:
         return self.ply.shape[0]
@@ -191,7 +199,10 @@ def self_play(
     result = result[in_game]
     z = torch.where(player == 0, result, -result)  # the outcome for the player to move
     value = torch.where(torch.isnan(exact), (1 - config.q_weight) * z + config.q_weight * q, exact)
-    samples = Samples(observation, legal, player, ply, policy, value, ~torch.isnan(exact))
+    after = next_decisions(in_game, ply)
+    has_reply = after >= 0
+    reply = torch.where(has_reply[:, None], policy[after.clamp(min=0)], 0.0)
+    samples = Samples(observation, legal, player, ply, policy, value, ~torch.isnan(exact), reply, has_reply)
     stats = (
         _league_rates(returns, member, learner_seat, [name for name, _ in opponents])
         | {"selfplay/plies": float(plies.float().mean()), "selfplay/proven_roots": proven_roots}
@@ -202,6 +213,18 @@ def self_play(
     if reuse is not None:
         stats["selfplay/kept_visits"] = float(kept.float().mean())
     return samples, stats
+
+
+def next_decisions(game: torch.Tensor, ply: torch.Tensor) -> torch.Tensor:
+    """For decisions [n] (each game's index and ply; one decision at most a game and ply), the
+    index of the same game's decision one ply later, -1 where there is none."""
+    if not len(ply):
+        return torch.zeros(0, dtype=torch.long)
+    key = game.long() * (int(ply.max()) + 2) + ply.long()
+    order = torch.argsort(key)
+    ordered = key[order]
+    at = torch.searchsorted(ordered, key + 1).clamp(max=len(key) - 1)
+    return torch.where(ordered[at] == key + 1, order[at], -1)
 
 
 def solver_for(game: Game, config: AlphaZeroConfig) -> ExactSolver:
@@ -345,8 +368,8 @@ def _adjudicate(
 def merge_duplicates(samples: Samples) -> Samples:
     """One sample per distinct position (observation and legal actions alike), its policy and
     value targets the means of its copies'; where some copies are proven, the mean of the proven
-    values alone (an exact value outranks an estimate), and the sample is proven. In the order of
-    each position's first copy."""
+    values alone (an exact value outranks an estimate), and the sample is proven; its reply
+    target the mean of the copies that have one. In the order of each position's first copy."""
     n = len(samples)
     if n == 0:
         return samples
@@ -369,6 +392,8 @@ def merge_duplicates(samples: Samples) -> Samples:
     estimate = total(samples.value) / copies
     exact = total(samples.value * proven) / proven_copies.clamp(min=1)
     is_proven = proven_copies > 0
+    replied = samples.has_reply.float()
+    reply_copies = total(replied)
     return Samples(
         observation=samples.observation[first],
         legal=samples.legal[first],
@@ -377,6 +402,8 @@ def merge_duplicates(samples: Samples) -> Samples:
         policy=total(samples.policy) / copies[:, None],
         value=torch.where(is_proven, exact, estimate),
         proven=is_proven,
+        reply=total(samples.reply * replied[:, None]) / reply_copies.clamp(min=1)[:, None],
+        has_reply=reply_copies > 0,
     )
 
 
@@ -414,27 +441,38 @@ def fit(
 ) -> dict[str, float]:
     """`steps` gradient steps on uniform minibatches of the replay window; mean losses (with a
     categorical value head, ``value_error`` too: the squared error of its mean, which a scalar
-    head's ``value`` is)."""
+    head's ``value`` is; with a reply head, ``reply``: its cross-entropy over the samples that
+    have a reply target, weighted by `AlphaZeroConfig.reply_weight` in the loss)."""
     device = next(net.parameters()).device
     images = game.symmetries[1:] if config.mirror else ()
+    replies = net.config.reply_head and config.reply_weight > 0
     net.train()
-    totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0}
+    totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0} | ({"reply": 0.0} if replies else {})
     for _ in range(steps):
         idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
         batch = window.take(idx)
         planes, legal = batch.observation, batch.legal
         policy, value = batch.policy, batch.value
+        reply, has_reply = batch.reply, batch.has_reply
         if images:
             planes = torch.cat((planes, *(s.observation(planes) for s in images)))
             legal = torch.cat((legal, *(s.policy(legal) for s in images)))
             policy = torch.cat((policy, *(s.policy(policy) for s in images)))
             value = torch.cat((value,) * (1 + len(images)))
-        logits, head = net.heads(planes.to(device), legal.to(device))
+            reply = torch.cat((reply, *(s.policy(reply) for s in images)))
+            has_reply = torch.cat((has_reply,) * (1 + len(images)))
+        logits, head, reply_logits = net.heads_with_reply(planes.to(device), legal.to(device))
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()
         target = value.to(device)
         value_loss = net.value_loss(head, target)
         loss = policy_loss + value_loss
+        if replies and reply_logits is not None:
+            weight = has_reply.to(device).float()
+            cross = -(reply.to(device) * torch.log_softmax(reply_logits, 1)).sum(1)
+            reply_loss = (cross * weight).sum() / weight.sum().clamp(min=1.0)
+            loss = loss + config.reply_weight * reply_loss
+            totals["reply"] += reply_loss.item()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -2,10 +2,11 @@
 
 A residual CNN in the AlphaZero mould: a 3x3 stem, `blocks` residual blocks of two 3x3
 convolutions, then a policy head (one logit per action) and a value head (tanh, the expected
-result for the player to move). Illegal actions are masked before any softmax, so neither
-sampling nor argmax can pick one. The net reads a game's observations (`Game.observation`) and
-is built for one game's observations and actions (`PolicyValueNet.game`), so it plays any game
-of the interface.
+result for the player to move), and with `NetConfig.reply_head` an auxiliary head shaped as the
+policy head that the AlphaZero-style learner fits to the next decision's policy target. Illegal
+actions are masked before any softmax, so neither sampling nor argmax can pick one. The net
+reads a game's observations (`Game.observation`) and is built for one game's observations and
+actions (`PolicyValueNet.game`), so it plays any game of the interface.
 
 Connect Four's input planes (`c4core.games.connect4.rules.NUM_PLANES`) hold the mover's stones, the
 opponent's, the cells where a stone can land, each side's winning cells, and a constant plane that
@@ -35,6 +36,8 @@ from c4core.games.players import Player
 from c4core.learners.tabular import QTable, TablePlayer
 
 _NEG = -1e9
+_REPLY = ("reply_conv.", "reply_fc.")
+"""The reply head's parameters (`NetConfig.reply_head`)."""
 
 
 class _Block(nn.Module):
@@ -64,6 +67,9 @@ class PolicyValueNet(nn.Module):
         self.value_conv = nn.Conv2d(c, 1, 1)
         self.value_fc1 = nn.Linear(cells, config.value_hidden)
         self.value_fc2 = nn.Linear(config.value_hidden, max(config.value_bins, 1))
+        if config.reply_head:
+            self.reply_conv = nn.Conv2d(c, 2, 1)
+            self.reply_fc = nn.Linear(2 * cells, game.num_actions)
         if config.value_bins:  # not in the state dict: the config fixes it
             support = torch.linspace(-1.0, 1.0, config.value_bins)
             self.register_buffer("value_support", support, persistent=False)
@@ -81,6 +87,19 @@ class PolicyValueNet(nn.Module):
     def heads(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked policy logits [n, actions] and the value head's raw output: [n, 1] before the
         tanh, or [n, value_bins] logits of a categorical head (`value_of`, `value_loss`)."""
+        logits, head, _ = self._heads(planes, legal, reply=False)
+        return logits, head
+
+    def heads_with_reply(
+        self, planes: torch.Tensor, legal: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """`heads`, and the reply head's logits [n, actions], unmasked (the next position's legal
+        moves are not this one's), or None for a net without one (`NetConfig.reply_head`)."""
+        return self._heads(planes, legal, reply=self.config.reply_head)
+
+    def _heads(
+        self, planes: torch.Tensor, legal: torch.Tensor, reply: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         if not self.config.threat_planes:
             planes = planes.clone()
             planes[:, 3:5] = 0
@@ -91,9 +110,11 @@ class PolicyValueNet(nn.Module):
             x = self.blocks(F.relu(self.stem(planes)))
             policy = F.relu(self.policy_conv(x)).flatten(1)
             value = F.relu(self.value_conv(x)).flatten(1)
+            replies = F.relu(self.reply_conv(x)).flatten(1) if reply else None
         # the heads stay in float32: PPO's ratios and the search's values need the precision
         logits = self.policy_fc(policy.float()).masked_fill(~legal, _NEG)
-        return logits, self.value_fc2(F.relu(self.value_fc1(value.float())))
+        reply_logits = self.reply_fc(replies.float()) if replies is not None else None
+        return logits, self.value_fc2(F.relu(self.value_fc1(value.float()))), reply_logits
 
     def value_of(self, head: torch.Tensor) -> torch.Tensor:
         """Values [n] in -1..1 from the value head's output (`heads`): its tanh, or the mean of
@@ -113,20 +134,38 @@ class PolicyValueNet(nn.Module):
         """Load a snapshot's weights (`Checkpoint.model`); True when the snapshot was made while
         its game's observation had fewer planes (Dots and Boxes before its chain planes). Games
         only ever append planes, so such a snapshot loads with zero stem weights on the new
-        ones, and the net computes what it computed then."""
+        ones, and the net computes what it computed then. A snapshot without the net's reply
+        head (`NetConfig.reply_head`) leaves the head as it was made, and one with a reply head
+        the net lacks loads without it (`fitted_optimizer_state` fits its optimizer state)."""
+        own = self.state_dict()
+        theirs = {k: v for k, v in model.items() if not k.startswith(_REPLY) or k in own}
+        mine = {k: v for k, v in own.items() if k.startswith(_REPLY) and k not in model}
         stem, planes = model.get("stem.weight"), self.stem.in_channels
-        if stem is None or stem.dim() != 4 or stem.shape[1] >= planes:
-            self.load_state_dict(model)
-            return False
-        pad = stem.new_zeros(stem.shape[0], planes - stem.shape[1], *stem.shape[2:])
-        self.load_state_dict({**model, "stem.weight": torch.cat([stem, pad], 1)})
-        return True
+        widened = stem is not None and stem.dim() == 4 and stem.shape[1] < planes
+        if widened:
+            pad = stem.new_zeros(stem.shape[0], planes - stem.shape[1], *stem.shape[2:])
+            theirs["stem.weight"] = torch.cat([stem, pad], 1)
+        self.load_state_dict({**theirs, **mine})
+        return widened
 
     @torch.no_grad()
     def evaluate(self, boards: BatchState) -> tuple[torch.Tensor, torch.Tensor]:
         """Move probabilities [n, actions] (0 on illegal ones) and values [n] for a batch."""
         logits, value = self(boards.observation(), boards.legal())
         return torch.softmax(logits, 1), value
+
+
+def fitted_optimizer_state(state: Mapping[str, Any], net: PolicyValueNet) -> dict[str, Any]:
+    """An optimizer state saved with a snapshot (one parameter group, as the learners make),
+    fitted to `net`'s parameters: the reply head's come last (`NetConfig.reply_head`), so a state
+    saved without them gains them with no moments (Adam starts them afresh), and one saved with
+    them, for a net without, drops theirs. The shared parameters keep their moments."""
+    count = len(list(net.parameters()))
+    (group,) = state["param_groups"]
+    return {
+        "state": {k: v for k, v in state["state"].items() if int(k) < count},
+        "param_groups": [{**group, "params": list(range(count))}],
+    }
 
 
 def two_hot(target: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
@@ -177,7 +216,7 @@ def grown(
                     w[:c, : o.shape[1]] = o
                 else:
                     w[:c] = o
-            elif name in ("policy_conv.weight", "value_conv.weight"):
+            elif name in ("policy_conv.weight", "value_conv.weight", "reply_conv.weight"):
                 w.zero_()
                 w[:, :c] = o
             else:

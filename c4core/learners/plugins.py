@@ -19,7 +19,7 @@ import torch
 from c4core.config import LeagueConfig
 from c4core.games.players import Player
 from c4core.learners.alphazero import train as train_alphazero
-from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
+from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, fitted_optimizer_state
 from c4core.learners.ppo import train as train_ppo
 from c4core.learners.ranks import Ranks
 from c4core.learners.tabular import QTable, train_table
@@ -84,7 +84,7 @@ class NetLearner:
             older = net.load_snapshot(previous.model)
             # its own run goes on; a restart is fresh, and so is a net whose input has grown
             if previous.optimizer and previous.role == job.role and not older:
-                optimizer.load_state_dict(previous.optimizer)
+                optimizer.load_state_dict(fitted_optimizer_state(previous.optimizer, net))
         self._fit(net, optimizer, job)
         return Checkpoint.of(net, config.board, job.generation, optimizer, config.to_dict(), job.role)
 

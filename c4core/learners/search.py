@@ -12,7 +12,9 @@ from the node mover's view) and priors P, the edge maximising::
 where ``N_node = 1 + sum(N)`` counts the node's own evaluation too, so the very first choice
 at a fresh node already follows the priors. An unvisited edge starts at the node's mean value
 ("first-play urgency" = parent value) rather than 0, so a clearly won or lost position does not
-spray visits over every column.
+spray visits over every column; `SearchConfig.fpu_reduction` lowers it by the square root of
+the visited edges' prior mass, as Leela Chess Zero and KataGo do, and
+`SearchConfig.prior_temperature` flattens or sharpens the priors themselves.
 
 MCTS-Solver (Winands, Bjornsson and Saito, "Monte-Carlo Tree Search Solver", CG 2008), extended
 with draws: every edge can carry an *exact* value (+1 win, 0 draw, -1 loss for the node's
@@ -47,7 +49,10 @@ proven first, in which case the search stopped after the simulation that proved 
 root was proven at its own expansion, e.g. when a winning move is on the board).
 
 Root noise (Dirichlet, as in AlphaZero) is for self-play training only and is off by default,
-so evaluation is deterministic: same net, same position, same visit counts.
+so evaluation is deterministic: same net, same position, same visit counts. KataGo's forced
+playouts (`SearchConfig.forced_playouts`, `forced_visits`) make sure the noise's moves get
+visits, and its policy target pruning (`pruned_visits`) takes those visits back out of the
+policy target, so the target teaches what the search found rather than what the noise forced.
 
 Tree reuse (`TreeReuse`): a search may start each tree from the subtree that the game's moves
 since its last search reached, with that subtree's visits, values and proofs, and run only the
@@ -203,7 +208,8 @@ class BatchSearch:
     simulations: np.ndarray
     """[n] int: simulations this search ran (fewer than asked when the root was proven early)."""
     priors: np.ndarray
-    """[n, cols] float: the network's own move probabilities at the root (no noise)."""
+    """[n, cols] float: the network's own move probabilities at the root (no noise), as the search
+    used them (`SearchConfig.prior_temperature`)."""
     net_values: np.ndarray
     """[n] float: the network's own value of the root."""
 
@@ -233,7 +239,7 @@ class SearchResult:
     simulations: int
     """Simulations run."""
     prior: list[float]
-    """The network's move probabilities."""
+    """The network's move probabilities (`SearchConfig.prior_temperature`'s, when set)."""
     net_value: float
     """The network's value."""
 
@@ -426,6 +432,47 @@ def halving_plan(considered: int, simulations: int) -> np.ndarray:
             held += 1
         remaining = max(2, remaining // 2)
     return np.array(plan[:simulations], np.int64)
+
+
+def tempered(prior: np.ndarray, temperature: float) -> np.ndarray:
+    """Priors [n, moves] raised to ``1 / temperature`` and renormalised per row; illegal moves
+    (prior 0) stay 0 (`SearchConfig.prior_temperature`)."""
+    if temperature == 1.0:
+        return prior
+    powered = np.power(prior.astype(np.float64), 1.0 / temperature)
+    return powered / np.maximum(powered.sum(1, keepdims=True), np.finfo(np.float64).tiny)
+
+
+def forced_visits(prior: np.ndarray, total: np.ndarray, k: float) -> np.ndarray:
+    """KataGo's forced playouts: the visits ``sqrt(k * P * N)`` below which a root move of prior
+    P is simulated next, at a root of N visits ([n, moves] priors, [n] visits)."""
+    return np.sqrt(k * prior * np.asarray(total, np.float64)[:, None])
+
+
+def pruned_visits(
+    visits: np.ndarray, q: np.ndarray, prior: np.ndarray, allowed: np.ndarray, c_puct: float, k: float
+) -> np.ndarray:
+    """KataGo's policy target pruning of root visits [n, moves] given their mean values `q`,
+    priors (noise included: what PUCT used) and the moves that may be played. The most visited
+    move keeps its visits. Every other move gives back visits, at most its forced ones
+    (`forced_visits`), while its PUCT score with fewer visits would still stay at or below the
+    most visited move's: those are the visits only forcing gave it. A move so reduced to one
+    visit or none is dropped. Moves that may not be played count nothing."""
+    n = np.where(allowed, visits, 0).astype(np.float64)
+    total = n.sum(1)
+    rows = np.arange(len(n))
+    best = np.where(allowed, n + 1e-6 * prior, -np.inf).argmax(1)
+    scale = c_puct * prior * np.sqrt(1 + total)[:, None]
+    best_score = q[rows, best] + scale[rows, best] / (1 + n[rows, best])
+    gap = best_score[:, None] - q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the fewest visits at which the move's score is no more than the best's
+        needed = np.where(gap > 0, np.ceil(scale / gap - 1), n)
+    floor = n - np.floor(forced_visits(prior, total, k))
+    keep = np.clip(np.maximum(needed, floor), 0, n)
+    keep = np.where((keep < n) & (keep <= 1), 0, keep)
+    keep[rows, best] = n[rows, best]
+    return keep
 
 
 # ---- tree storage ------------------------------------------------------------------------------
@@ -662,15 +709,25 @@ class _Forest:
     # ---- steps ----------------------------------------------------------------------------------
     def _select(self, at: np.ndarray) -> np.ndarray:
         """The PUCT edge at each node of `at` (unproven nodes, so some edge is selectable)."""
+        cfg = self.config
         n = self.visits[at]
         w = self.value_sum[at]
         exact = self.exact[at]
+        prior = self.prior[at]
         total = n.sum(1)
-        own_mean = (self.node_value[at] + w.sum(1)) / (1 + total)
-        q = np.where(n > 0, w / np.maximum(n, 1), own_mean[:, None])
+        first_play = (self.node_value[at] + w.sum(1)) / (1 + total)
+        if cfg.fpu_reduction:
+            first_play = first_play - cfg.fpu_reduction * np.sqrt(np.where(n > 0, prior, 0.0).sum(1))
+        q = np.where(n > 0, w / np.maximum(n, 1), first_play[:, None])
         q = np.where(np.isnan(exact), q, exact)
-        u = self.config.c_puct * self.prior[at] * np.sqrt(1 + total)[:, None] / (1 + n)
-        score = np.where(self.legal[at] & ~(exact == -1), q + u, -np.inf)
+        u = cfg.c_puct * prior * np.sqrt(1 + total)[:, None] / (1 + n)
+        selectable = self.legal[at] & ~(exact == -1)
+        score = np.where(selectable, q + u, -np.inf)
+        if cfg.forced_playouts:
+            # at a root, a move short of its forced visits goes first, the furthest short first
+            short = forced_visits(prior, total, cfg.forced_playouts) - n
+            due = selectable & (short > 0) & (at % self.capacity == 0)[:, None]
+            score = np.where(due.any(1)[:, None], np.where(due, short, -np.inf), score)
         return score.argmax(1)
 
     def _plan_halving(self) -> None:
@@ -778,7 +835,7 @@ class _Forest:
         if not len(nodes):
             return
         probs, value = self.net.evaluate(self.tree.batch(nodes, self.device))
-        self.prior[nodes] = probs.cpu().numpy()
+        self.prior[nodes] = tempered(probs.cpu().numpy(), self.config.prior_temperature)
         self.node_value[nodes] = value.double().cpu().numpy()
 
     def _add_root_noise(self) -> None:
@@ -847,6 +904,11 @@ class _Forest:
             # unproven root: the most visited move that is not a proven loss, ties by prior
             basis = counts
             choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
+            if self.config.forced_playouts:  # the target without the forced visits
+                q = np.where(visits > 0, self.value_sum[roots] / np.maximum(visits, 1), 0.0)
+                q = np.where(np.isnan(exact), q, exact)
+                cfg = self.config
+                basis = pruned_visits(visits, q, self.prior[roots], allowed, cfg.c_puct, cfg.forced_playouts)
         if self.config.temperature > 0:
             for i in np.flatnonzero(~is_proven & (counts.sum(1) > 0)):
                 weights = basis[i] ** (1.0 / self.config.temperature)
