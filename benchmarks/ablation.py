@@ -7,7 +7,8 @@ with one lever each, with all of them, and with the three whose suite scores ros
 recipe's 64 simulations and at 16, the speed levers together, `evaluation_cache` and
 `reuse_tree`, and KataGo's levers: the reply head (`NetConfig.reply_head`), a first-play
 reduction (`SearchConfig.fpu_reduction`), and forced playouts with policy target pruning
-(`SearchConfig.forced_playouts`, with PUCT's root at 64 simulations, as before Gumbel's).
+(`SearchConfig.forced_playouts`, with PUCT's root at 64 simulations, as before Gumbel's, against
+`puct64`, the same without them); and flatter priors (`SearchConfig.prior_temperature`).
 
 Three steps, each a subcommand::
 
@@ -32,6 +33,7 @@ Three steps, each a subcommand::
     python benchmarks/ablation.py evaluate --out /tmp/ablation share merge anneal average q75 levers
     python benchmarks/ablation.py evaluate --out /tmp/ablation/rerun share together
     python benchmarks/ablation.py evaluate --out /tmp/ablation/gumbel share gumbel gumbel16 speed
+    python benchmarks/ablation.py evaluate --out /tmp/one share reply fpu prior forced puct64
 
 The arms (`ARMS`) differ only in `roles` and their overrides of the AlphaZero recipe (and, for
 the reply head, of the net); the seed, the PPO recipe and the rest of the AlphaZero recipe (the
@@ -91,6 +93,10 @@ ARMS: dict[str, dict[str, Any]] = {
         "roles": MAIN,
         "alphazero": {"search": {"root": "puct", "simulations": 64, "forced_playouts": 2.0}},
     },
+    # forced playouts' own control, the PUCT recipe before Gumbel's root
+    "puct64": {"roles": MAIN, "alphazero": {"search": {"root": "puct", "simulations": 64}}},
+    # priors flattened at every node (AlphaZero.jl's prior temperature), Gumbel's root included
+    "prior": {"roles": MAIN, "alphazero": {"search": {"prior_temperature": 1.5}}},
 }
 """Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 
