@@ -461,13 +461,16 @@ def fit(
             value = torch.cat((value,) * (1 + len(images)))
             reply = torch.cat((reply, *(s.policy(reply) for s in images)))
             has_reply = torch.cat((has_reply,) * (1 + len(images)))
-        logits, head, reply_logits = net.heads_with_reply(planes.to(device), legal.to(device))
+        if replies:
+            logits, head, reply_logits = net.heads_with_reply(planes.to(device), legal.to(device))
+        else:
+            (logits, head), reply_logits = net.heads(planes.to(device), legal.to(device)), None
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()
         target = value.to(device)
         value_loss = net.value_loss(head, target)
         loss = policy_loss + value_loss
-        if replies and reply_logits is not None:
+        if reply_logits is not None:
             weight = has_reply.to(device).float()
             cross = -(reply.to(device) * torch.log_softmax(reply_logits, 1)).sum(1)
             reply_loss = (cross * weight).sum() / weight.sum().clamp(min=1.0)
