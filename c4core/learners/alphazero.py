@@ -459,12 +459,14 @@ def fit(
             legal = torch.cat((legal, *(s.policy(legal) for s in images)))
             policy = torch.cat((policy, *(s.policy(policy) for s in images)))
             value = torch.cat((value,) * (1 + len(images)))
-            reply = torch.cat((reply, *(s.policy(reply) for s in images)))
-            has_reply = torch.cat((has_reply,) * (1 + len(images)))
+            if replies:  # only a fitted reply head reads them
+                reply = torch.cat((reply, *(s.policy(reply) for s in images)))
+                has_reply = torch.cat((has_reply,) * (1 + len(images)))
+        reply_logits = None
         if replies:
             logits, head, reply_logits = net.heads_with_reply(planes.to(device), legal.to(device))
         else:
-            (logits, head), reply_logits = net.heads(planes.to(device), legal.to(device)), None
+            logits, head = net.heads(planes.to(device), legal.to(device))
         logp = torch.log_softmax(logits, 1)
         policy_loss = -(policy.to(device) * logp).sum(1).mean()
         target = value.to(device)

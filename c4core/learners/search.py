@@ -718,8 +718,7 @@ class _Forest:
         first_play = (self.node_value[at] + w.sum(1)) / (1 + total)
         if cfg.fpu_reduction:
             first_play = first_play - cfg.fpu_reduction * np.sqrt(np.where(n > 0, prior, 0.0).sum(1))
-        q = np.where(n > 0, w / np.maximum(n, 1), first_play[:, None])
-        q = np.where(np.isnan(exact), q, exact)
+        q = self._edge_values(at, first_play[:, None])
         u = cfg.c_puct * prior * np.sqrt(1 + total)[:, None] / (1 + n)
         selectable = self.legal[at] & ~(exact == -1)
         score = np.where(selectable, q + u, -np.inf)
@@ -729,6 +728,14 @@ class _Forest:
             due = selectable & (short > 0) & (at % self.capacity == 0)[:, None]
             score = np.where(due.any(1)[:, None], np.where(due, short, -np.inf), score)
         return score.argmax(1)
+
+    def _edge_values(self, nodes: np.ndarray, unvisited: float | np.ndarray) -> np.ndarray:
+        """Each edge's value at `nodes` for the node's mover: its exact value where known, else
+        its visits' mean, else `unvisited` (one value, or one a node as a column)."""
+        n = self.visits[nodes]
+        q = np.where(n > 0, self.value_sum[nodes] / np.maximum(n, 1), unvisited)
+        exact = self.exact[nodes]
+        return np.where(np.isnan(exact), q, exact)
 
     def _plan_halving(self) -> None:
         """Gumbel's noise at every root, when `root_noise` is on, and each root's halving plan
@@ -749,9 +756,7 @@ class _Forest:
         """Gumbel's sigma(completed Q) for every move at the roots of `trees`."""
         roots = self.roots[trees]
         n = self.visits[roots].astype(np.float64)
-        q = np.where(n > 0, self.value_sum[roots] / np.maximum(n, 1), np.nan)
-        exact = self.exact[roots]
-        q = np.where(np.isnan(exact), q, exact)
+        q = self._edge_values(roots, np.nan)
         legal = self.legal[roots]
         seen = legal & ~np.isnan(q)
         prior = self.root_prior[trees]
@@ -905,9 +910,7 @@ class _Forest:
             basis = counts
             choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
             if self.config.forced_playouts:  # the target without the forced visits
-                q = np.where(visits > 0, self.value_sum[roots] / np.maximum(visits, 1), 0.0)
-                q = np.where(np.isnan(exact), q, exact)
-                cfg = self.config
+                q, cfg = self._edge_values(roots, 0.0), self.config
                 basis = pruned_visits(visits, q, self.prior[roots], allowed, cfg.c_puct, cfg.forced_playouts)
         if self.config.temperature > 0:
             for i in np.flatnonzero(~is_proven & (counts.sum(1) > 0)):
