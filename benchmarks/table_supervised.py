@@ -13,6 +13,7 @@ games against `perfect`).
 
     python benchmarks/table_supervised.py --blocks 2 --channels 32 --minutes 10 --out /tmp/sup/2x32
     python benchmarks/table_supervised.py --value-bins 19 --minutes 10 --out /tmp/sup/bins19
+    python benchmarks/table_supervised.py --blocks 4 --channels 64 --minutes 80 --anneal --out /tmp/sup/4x64
 
 Writes `log.jsonl` (one raw row per scoring), `final.json` and `net.pt` to `--out`.
 """
@@ -96,6 +97,9 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=8192, help="fresh positions a round")
     parser.add_argument("--steps", type=int, default=16, help="gradient steps a round")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument(
+        "--anneal", action="store_true", help="lower the step size linearly to 0 over the fitting time"
+    )
     parser.add_argument("--simulations", type=int, default=256)
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -123,6 +127,9 @@ def main() -> None:
     log = (args.out / "log.jsonl").open("w")
     while fitting < args.minutes * 60:
         start = time.perf_counter()
+        if args.anneal:
+            for group in optimizer.param_groups:
+                group["lr"] = config.learning_rate * (1 - fitting / (args.minutes * 60))
         window = labelled(game, solver, args.positions, generator, excluded)
         losses = fit(net, optimizer, window, args.steps, config, generator, game)
         fitting += time.perf_counter() - start
@@ -139,6 +146,7 @@ def main() -> None:
         "blocks": args.blocks,
         "channels": args.channels,
         "value_bins": args.value_bins,
+        "anneal": args.anneal,
         "fitting_seconds": round(fitting, 1),
         "samples": seen,
         "raw": raw_scores(net, game),
