@@ -25,6 +25,9 @@ Three steps, each a subcommand::
     #    two arms side by side, one core each (pass the same --ranks when resuming)
     python benchmarks/ablation.py arm share --ranks 1 --base /tmp/ablation/base --out /tmp/one --minutes 30 &
     python benchmarks/ablation.py arm reply --ranks 1 --base /tmp/ablation/base --out /tmp/one --minutes 30
+    #    the same arms' generations on another seed, from the same base
+    python benchmarks/ablation.py arm share --ranks 1 --seed 1 --base /tmp/ablation/base --out /tmp/s1 \\
+        --minutes 30
     # 3. every arm's AlphaZero generations and the base's last PPO snapshot on the dev suite (raw
     #    and with 256 simulations, all counted positions and plies 4-10; --jobs processes), the
     #    final champions and the newest snapshots head to head (400 games each), and each
@@ -101,9 +104,10 @@ ARMS: dict[str, dict[str, Any]] = {
 """Each arm's roles and overrides of the `cpu-az` AlphaZero recipe."""
 
 
-def arm_config(arm: str, ranks: int | None = None) -> Any:
+def arm_config(arm: str, ranks: int | None = None, seed: int = 0) -> Any:
     """The arm's league config; `ranks` replaces the AlphaZero learner's (the recipe's two, one
-    a core) to run two arms side by side."""
+    a core) to run two arms side by side, and `seed` the league's, which seeds the arm's
+    generations (the base's snapshots are taken as they are, whatever their seed)."""
     from c4core.config import PROFILES, overridden
 
     base = PROFILES["cpu-az"]
@@ -112,6 +116,7 @@ def arm_config(arm: str, ranks: int | None = None) -> Any:
     return replace(
         base,
         name=f"ablation-{arm}",
+        seed=seed,
         generations=200,  # more than fit: the wall clock ends the arm
         roles=settings["roles"],
         net=overridden(base.net, settings.get("net", {})),
@@ -162,7 +167,7 @@ def _seed_arm(base: Path, folder: Path, roles: tuple[str, ...]) -> None:
 def cmd_arm(args: argparse.Namespace) -> int:
     """Run one arm for `--minutes` of wall time, in a child process killed when time is up;
     with `--resume`, go on from where the arm's folder stopped for `--minutes` more."""
-    config = arm_config(args.arm, args.ranks)
+    config = arm_config(args.arm, args.ranks, args.seed)
     folder = Path(args.out) / args.arm
     log = folder / "generations.jsonl"
     if args.resume:
@@ -174,7 +179,8 @@ def cmd_arm(args: argparse.Namespace) -> int:
     spent = json.loads(log.read_text().splitlines()[-1])["seconds"] if args.resume else 0.0
     child = subprocess.Popen(
         [sys.executable, __file__, "_run", args.arm, str(folder), "--spent", str(spent)]
-        + (["--ranks", str(args.ranks)] if args.ranks else []),
+        + (["--ranks", str(args.ranks)] if args.ranks else [])
+        + ["--seed", str(args.seed)],
         start_new_session=True,  # its learner processes go with it
     )
     deadline = time.monotonic() + args.minutes * 60
@@ -196,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from c4core.league.store import LocalStore
 
     torch.set_num_threads(1)
-    config = arm_config(args.arm, args.ranks)
+    config = arm_config(args.arm, args.ranks, args.seed)
     folder = Path(args.folder)
     start = time.perf_counter() - args.spent
     log = folder / "generations.jsonl"
@@ -334,11 +340,13 @@ def main() -> int:
     a.add_argument("--minutes", type=float, default=30.0)
     a.add_argument("--resume", action="store_true", help="go on from where the arm in --out stopped")
     a.add_argument("--ranks", type=int, default=None, help="the AlphaZero learner's ranks (the recipe's: 2)")
+    a.add_argument("--seed", type=int, default=0, help="the league's seed (pass the same when resuming)")
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("arm", choices=list(ARMS))
     r.add_argument("folder")
     r.add_argument("--spent", type=float, default=0.0)
     r.add_argument("--ranks", type=int, default=None)
+    r.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("evaluate", help="score every arm")
     e.add_argument("--out", required=True)
     e.add_argument("--suite", default=None)
