@@ -551,6 +551,15 @@ def _device_of(net: Evaluator) -> torch.device:
 
 
 # ---- the forest ---------------------------------------------------------------------------------
+def edge_values(
+    visits: np.ndarray, value_sum: np.ndarray, exact: np.ndarray, unvisited: float | np.ndarray
+) -> np.ndarray:
+    """Each edge's value for its node's mover, from the nodes' gathered rows: its exact value
+    where known, else its visits' mean, else `unvisited` (one value, or one a node as a column)."""
+    q = np.where(visits > 0, value_sum / np.maximum(visits, 1), unvisited)
+    return np.where(np.isnan(exact), q, exact)
+
+
 class _Forest:
     """Many trees stored in flat numpy arrays, searched in lockstep."""
 
@@ -718,7 +727,7 @@ class _Forest:
         first_play = (self.node_value[at] + w.sum(1)) / (1 + total)
         if cfg.fpu_reduction:
             first_play = first_play - cfg.fpu_reduction * np.sqrt(np.where(n > 0, prior, 0.0).sum(1))
-        q = self._edge_values(at, first_play[:, None])
+        q = edge_values(n, w, exact, first_play[:, None])
         u = cfg.c_puct * prior * np.sqrt(1 + total)[:, None] / (1 + n)
         selectable = self.legal[at] & ~(exact == -1)
         score = np.where(selectable, q + u, -np.inf)
@@ -728,14 +737,6 @@ class _Forest:
             due = selectable & (short > 0) & (at % self.capacity == 0)[:, None]
             score = np.where(due.any(1)[:, None], np.where(due, short, -np.inf), score)
         return score.argmax(1)
-
-    def _edge_values(self, nodes: np.ndarray, unvisited: float | np.ndarray) -> np.ndarray:
-        """Each edge's value at `nodes` for the node's mover: its exact value where known, else
-        its visits' mean, else `unvisited` (one value, or one a node as a column)."""
-        n = self.visits[nodes]
-        q = np.where(n > 0, self.value_sum[nodes] / np.maximum(n, 1), unvisited)
-        exact = self.exact[nodes]
-        return np.where(np.isnan(exact), q, exact)
 
     def _plan_halving(self) -> None:
         """Gumbel's noise at every root, when `root_noise` is on, and each root's halving plan
@@ -756,7 +757,7 @@ class _Forest:
         """Gumbel's sigma(completed Q) for every move at the roots of `trees`."""
         roots = self.roots[trees]
         n = self.visits[roots].astype(np.float64)
-        q = self._edge_values(roots, np.nan)
+        q = edge_values(n, self.value_sum[roots], self.exact[roots], np.nan)
         legal = self.legal[roots]
         seen = legal & ~np.isnan(q)
         prior = self.root_prior[trees]
@@ -910,7 +911,7 @@ class _Forest:
             basis = counts
             choice = np.where(allowed, counts + 0.5 * prior, -np.inf).argmax(1)
             if self.config.forced_playouts:  # the target without the forced visits
-                q, cfg = self._edge_values(roots, 0.0), self.config
+                q, cfg = edge_values(visits, self.value_sum[roots], exact, 0.0), self.config
                 basis = pruned_visits(visits, q, self.prior[roots], allowed, cfg.c_puct, cfg.forced_playouts)
         if self.config.temperature > 0:
             for i in np.flatnonzero(~is_proven & (counts.sum(1) > 0)):
