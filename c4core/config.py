@@ -403,6 +403,16 @@ class AlphaZeroConfig:
     with endgame tablebases the same way). Openings stay the network's own to learn."""
     solve_nodes: int = 200_000
     """Node budget of one exact solve: a position that needs more keeps its search targets."""
+    solver_positions: int = field(default=0, metadata=NEW)
+    """Positions the game's exact solver labels (`c4core.learners.alphazero.solver_samples`) that
+    each iteration adds to the replay window beside its self-play decisions; 0 none. Each comes
+    after a uniformly random count of uniformly random moves, as the solver-labelled suites are
+    drawn, so the net also learns exact values and best moves where self-play seldom goes (the
+    openings its own games leave, the lines strong play never draws); its targets are the
+    mover's exact value and a uniform policy over the moves of best exact value. Positions of
+    the suite the league scores its snapshots on, and their images under the game's symmetries,
+    are never among them (`Suite.holds`), and nor are those the solver does not settle within
+    `solve_nodes`. Data-parallel, rank 0 labels them: it alone fits."""
     league_share: float = 0.0
     """Fraction of each iteration's games the learner plays against league members drawn by
     PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
@@ -432,6 +442,11 @@ class AlphaZeroConfig:
     grows with its batch, so ranks pay off on large iterations (docs/BENCHMARKS.md). Hashed
     when changed: the games differ with the ranks."""
 
+    @property
+    def uses_solver(self) -> bool:
+        """Whether it needs the game's exact solver: to rescore, to probe or to label positions."""
+        return bool(self.solve_from or self.search.probe_from or self.solver_positions)
+
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.batch_size < 1:
             raise ValueError(f"bad AlphaZero config: {self}")
@@ -445,6 +460,8 @@ class AlphaZeroConfig:
             raise ValueError("opening_plies_max must be at least opening_plies")
         if self.solve_from < 0 or self.solve_nodes < 1:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
+        if type(self.solver_positions) is not int or self.solver_positions < 0:
+            raise ValueError(f"solver_positions must be 0 (none) or more, got {self.solver_positions!r}")
         if not 0.0 <= self.league_share <= 1.0:
             raise ValueError(f"league_share must be within 0..1, got {self.league_share}")
         if type(self.league_simulations) is not int or self.league_simulations < 0:
@@ -581,11 +598,11 @@ class LeagueConfig:
         if self.game not in LEAGUE_GAMES:
             raise ValueError(f"the league trains on {', '.join(LEAGUE_GAMES)} only, got game {self.game!r}")
         _ = self.board  # a bad board size fails here, naming it
-        solver = self.alphazero.solve_from or self.alphazero.search.probe_from
-        if not solvable(self.board) and self.alphazero_from and solver:
+        az = self.alphazero
+        if not solvable(self.board) and self.alphazero_from and az.uses_solver:
             raise ValueError(
-                f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from "
-                "and probe_from must be 0"
+                f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from, "
+                "probe_from and solver_positions must be 0"
             )
         if self.net.value_target == "margin" and not has_margin(self.board):
             raise ValueError(
@@ -684,6 +701,11 @@ class LeagueConfig:
                     if a.search.probe_from
                     else ""
                 )
+                + (
+                    f", with {a.solver_positions} solver-labelled random positions an iteration"
+                    if a.solver_positions
+                    else ""
+                )
             )
         return ", then ".join(parts)
 
@@ -731,7 +753,7 @@ def unkeyed(config: LeagueConfig) -> frozenset[str]:
     if not config.alphazero_from:  # no generation uses the AlphaZero-style learner
         out |= {"alphazero", "alphazero_from"}
     else:
-        if not az.solve_from:
+        if not az.solve_from and not az.solver_positions:
             out.add("alphazero.solve_nodes")
         if not az.search.probe_from:
             out.add("alphazero.search.probe_nodes")

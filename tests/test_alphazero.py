@@ -33,6 +33,7 @@ from c4core.learners.alphazero import (
     seat_games,
     self_play,
     solver_for,
+    solver_samples,
     train,
 )
 from c4core.learners.net import NetPlayer, PolicyValueNet
@@ -109,6 +110,8 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"average_iterations": -1},
         {"average_iterations": 1.5},
         {"reply_weight": -0.1},
+        {"solver_positions": -1},
+        {"solver_positions": 1.5},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -680,6 +683,111 @@ def test_a_board_without_a_solver_refuses_rescoring() -> None:
     net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)
     with pytest.raises(ValueError, match="has no exact solver"):
         self_play(net, replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), big)
+
+
+# ---- positions labelled by the solver ------------------------------------------------------------
+class Drawn:
+    """A `held_out` that keeps the positions it is shown and holds out every `every`-th."""
+
+    def __init__(self, every: int = 0):
+        self.every = every
+        self.boards: Any = None
+
+    def __call__(self, boards: Any) -> torch.Tensor:
+        self.boards = boards.select(torch.arange(len(boards)))  # a copy: the caller goes on
+        held = torch.zeros(len(boards), dtype=torch.bool)
+        if self.every:
+            held[:: self.every] = True
+        return held
+
+
+@pytest.mark.parametrize("margin", [False, True])
+def test_solver_samples_take_the_exhaustive_minimaxs_values_and_best_moves(margin: bool) -> None:
+    """On 2x2 boxes each labelled position's value is its mover's under exhaustive minimax (the
+    margin return with `margin`), its policy uniform over exactly the lines that keep it, and
+    only the unfinished positions the opening drew are labelled, in their order."""
+    drawn = Drawn()
+    samples = solver_samples(
+        DOTS, solver_for(DOTS, TINY), 30, torch.Generator().manual_seed(SEED), margin, drawn
+    )
+    outcome = (lambda s: s.margin_returns()[0]) if margin else None
+    unfinished = [drawn.boards.state(i) for i in range(len(drawn.boards)) if not bool(drawn.boards.done[i])]
+    assert len(samples) == len(unfinished) == 30  # no opening of fewer moves than lines ends a game
+    assert bool(samples.proven.all()) and not bool(samples.has_reply.any())
+    plies = set()
+    for i, state in enumerate(unfinished):
+        sign = 1 if state.current_player() == 0 else -1
+        value = sign * first_player_value(state, outcome)
+        assert samples.value[i].item() == pytest.approx(value, abs=1e-6)
+        assert int(samples.player[i]) == state.current_player() and int(samples.ply[i]) == state.ply
+        assert torch.equal(samples.observation[i], torch.from_numpy(state.observation()).float())
+        keeps = [
+            a
+            for a in state.legal_actions()
+            if sign * first_player_value(state.apply(a), outcome) == pytest.approx(value)
+        ]
+        support = torch.nonzero(samples.policy[i]).squeeze(1).tolist()
+        assert support == keeps and samples.policy[i, keeps].tolist() == pytest.approx(
+            [1 / len(keeps)] * len(keeps)
+        )
+        plies.add(state.ply)
+    assert len(plies) > DOTS.num_actions // 2  # the opening's length is drawn
+
+
+def test_solver_samples_leave_out_held_positions_and_those_the_solver_does_not_settle() -> None:
+    """Finished games and `held_out` positions are never labelled, and nor is a position with a
+    move whose position the solver does not settle: on Connect-3 4x4 a solver that settles only
+    positions of 9 moves or more labels positions of 8 moves or more alone."""
+
+    class Late:
+        def __init__(self) -> None:
+            self.solver = solver_for(C3, TINY)
+
+        def outcome(self, state: Position, max_nodes: int | None = None) -> int | None:
+            return self.solver.outcome(state, max_nodes) if state.ply >= 9 else None
+
+    gen = torch.Generator().manual_seed(SEED)
+    shown = Drawn()
+    every = solver_samples(C3, solver_for(C3, TINY), 80, gen, held_out=shown)
+    assert len(every) == int((~shown.boards.done).sum()) < 80
+    late = solver_samples(C3, Late(), 80, torch.Generator().manual_seed(SEED), held_out=Drawn())
+    assert 0 < len(late) < len(every) and int(late.ply.min()) >= 8 and int(every.ply.min()) < 8
+    drawn = Drawn(every=2)
+    kept = solver_samples(C3, solver_for(C3, TINY), 80, torch.Generator().manual_seed(SEED), held_out=drawn)
+    held = drawn.boards.select(torch.arange(0, 80, 2))
+    held_obs = {bytes(o.numpy()) for o, done in zip(held.observation(), held.done, strict=True) if not done}
+    assert held_obs and not held_obs & {bytes(o.numpy()) for o in kept.observation}
+
+
+def test_training_adds_the_solver_positions_to_each_iterations_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `solver_positions`, every fit's window holds the self-play decisions and the labelled
+    positions of its iterations; the decisions are reported apart from them."""
+    import c4core.learners.alphazero as az
+
+    sizes: list[int] = []
+    real_fit = az.fit
+
+    def spy_fit(net, optimizer, window, steps, config, generator, game=C3):
+        sizes.append(len(window))
+        return real_fit(net, optimizer, window, steps, config, generator, game)
+
+    monkeypatch.setattr(az, "fit", spy_fit)
+    seen: list[dict[str, float]] = []
+    config = replace(TINY, iterations=2, replay_iterations=2, solver_positions=40)
+    train(tiny_net(SMALL), config, seed=3, game=C3, on_iteration=lambda i, m: seen.append(m))
+    added = [m["charts/solver_positions"] for m in seen]
+    decisions = [m["charts/decisions"] for m in seen]
+    assert all(0 < a <= 40 for a in added) and all(m["charts/label_seconds"] > 0 for m in seen)
+    assert sizes == [decisions[0] + added[0], sum(decisions) + sum(added)]
+
+
+def test_a_board_without_a_solver_refuses_solver_positions() -> None:
+    big = load("dots_and_boxes", rows=4, cols=4)
+    net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)
+    with pytest.raises(ValueError, match="has no exact solver"):
+        train(net, replace(TINY, iterations=1, solver_positions=8), seed=1, game=big)
 
 
 # ---- the sample-efficiency levers ----------------------------------------------------------------

@@ -159,6 +159,24 @@ def test_training_hash_of_alphazero_leagues_without_the_solver_is_unchanged() ->
     assert "probing it at leaves from ply 16" in probed.describe_training()
 
 
+def test_solver_positions_enter_the_hash_once_set_and_need_a_solver() -> None:
+    """Positions labelled by the solver are a new recipe: off, the key is as before; on, it
+    changes, and so does the solver's node budget with it, which then labels them."""
+    h = MIXED.training_hash()
+    labelled = replace(MIXED, alphazero=replace(MIXED.alphazero, solver_positions=512))
+    assert (
+        labelled.training_hash() != h and labelled.alphazero.uses_solver and not MIXED.alphazero.uses_solver
+    )
+    assert (
+        replace(labelled, alphazero=replace(labelled.alphazero, solve_nodes=7)).training_hash()
+        != labelled.training_hash()
+    )
+    assert "512 solver-labelled random positions an iteration" in labelled.describe_training()
+    big = league_config("cpu", "d", game="dots-and-boxes-4x4")
+    with pytest.raises(ValueError, match="has no exact solver.*solver_positions must be 0"):
+        replace(big, alphazero=replace(big.alphazero, solver_positions=512))
+
+
 def test_with_training_overrides_both_learners() -> None:
     cfg = with_training(MIXED, iterations=3, games=10)
     assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (

@@ -7,12 +7,13 @@ import json
 from collections import Counter
 
 import pytest
+import torch
 
-from c4core.games import load
+from c4core.games import ConnectFour, held_out, load
 from c4core.games.dots_and_boxes.bots import GreedyBot
 from c4core.games.dots_and_boxes.endgame import EndgameSolver
 from c4core.games.dots_and_boxes.solver import DotsPerfectBot
-from c4core.games.dots_and_boxes.suite import DRAWN, make_suite, score_suite
+from c4core.games.dots_and_boxes.suite import DRAWN, make_probe_suite, make_suite, score_suite
 from c4core.games.players import RandomBot
 
 THREE = load("dots-and-boxes-3x3")
@@ -94,3 +95,36 @@ def test_eval_suite_scores_a_dots_and_boxes_player(capsys: pytest.CaptureFixture
     assert out["suite/counted"] == 100 and 0 < out["suite/keeps_value"] < 1
     assert main(["eval-suite", "--player", "tactical", "--game", "dots-and-boxes-3x3"]) == 2
     assert "tactical plays connect4 only" in capsys.readouterr().err
+
+
+def test_the_suite_holds_its_positions_probes_and_their_images_alone() -> None:
+    """`Suite.holds`, the suite a learner keeps out of the positions it labels by the solver
+    (`c4core.games.held_out`): each suite position and strategy probe under each of the board's
+    eight symmetries is held, by its drawn lines; a position with one line more, when that is
+    none of them, is not."""
+    holds = held_out(THREE, 1)
+    assert holds is not None and held_out(ConnectFour(), 1) is None
+    everything = [it.state for it in make_suite(THREE, seed=1)] + [
+        p.state for p in make_probe_suite(THREE, 1)
+    ]
+
+    def images(lines: int) -> list[int]:
+        drawn = [a for a in range(THREE.num_actions) if lines >> a & 1]
+        return [sum(1 << s.actions[a] for a in drawn) for s in THREE.symmetries]
+
+    suite = {image for state in everything for image in images(state.lines)}
+    sets = [image for state in everything[::40] for image in images(state.lines)]
+    more = [lines | 1 << next(a for a in range(THREE.num_actions) if not lines >> a & 1) for lines in sets]
+    more = [lines for lines in more if lines not in suite]
+
+    def boards(line_sets: list[int]):
+        batch = THREE.new_batch(len(line_sets))
+        for a in range(THREE.num_actions):  # drawn in line order: any order draws the same set
+            where = torch.tensor([bool(lines >> a & 1) for lines in line_sets])
+            batch.play(torch.full((len(line_sets),), a), where)
+        assert batch.lines.tolist() == line_sets
+        return batch
+
+    assert len(set(sets)) > len(everything[::40]) > 20 and len(more) > 20
+    assert bool(holds(boards(sets)).all())
+    assert not bool(holds(boards(more)).any())

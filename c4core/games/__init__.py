@@ -8,13 +8,16 @@ command line names it. Games never import algorithms.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from c4core.games.base import BatchState, ExactSolver, Game, State, Suite, Symmetry
 from c4core.games.connect4 import ConnectFour
 from c4core.games.connect4.rules import Geometry
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.rules import Boxes
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "GAMES",
@@ -31,6 +34,7 @@ __all__ = [
     "exact_value",
     "game_of",
     "has_margin",
+    "held_out",
     "load",
     "returns_of",
     "solvable",
@@ -94,6 +98,16 @@ def exact_solver(game: Game, max_nodes: int | None = None) -> ExactSolver:
     if not solvable(game):
         raise ValueError(f"{game.title} has no exact solver")
     return game.exact_solver(max_nodes)  # type: ignore[attr-defined]
+
+
+def held_out(game: Game, seed: int) -> Callable[[BatchState], torch.Tensor] | None:
+    """What a learner keeps out of the positions it draws to label by the solver: the suite
+    `game` makes from the league's `seed` (`Suite`'s optional ``holds``), which the league scores
+    its snapshots on; None for a game whose suite is a file or that has none (Connect Four's
+    suite positions lie in a space that random positions hardly ever meet)."""
+    suite_of = getattr(game, "suite", None)
+    suite = suite_of(None, seed) if suite_of is not None else None
+    return getattr(suite, "holds", None)
 
 
 def has_margin(game: Game) -> bool:

@@ -199,7 +199,12 @@ class ExactSolver(Protocol):
 class Suite(Protocol):
     """Optional: a game's solver-labelled positions, on which a player is scored by the move it
     picks in each (`Game.suite`). The league scores every main-agent snapshot on its game's
-    suite, logs the metrics on its generation run and the headline ones as version tags."""
+    suite, logs the metrics on its generation run and the headline ones as version tags.
+
+    A suite a game makes from the league's seed may also offer ``holds(states) -> [n] bool``:
+    whether each of a `BatchState`'s positions is one of its own or an image of one under the
+    game's symmetries, so that the learner which draws random positions to label by the solver
+    (`AlphaZeroConfig.solver_positions`) keeps the suite held out (`c4core.games.held_out`)."""
 
     name: str
     """What the suite is, for messages and the version tag ``suite_file``: a file's name, or the

@@ -32,6 +32,12 @@ outcome z. In Connect Four the openings, where the suite's hard positions are, s
 network's to learn: the solver would need seconds to minutes a position there. A game without a
 solver trains without rescoring.
 
+With `solver_positions`, each iteration also adds that many positions the solver labels
+(`solver_samples`) to the replay window: random positions, drawn as the solver-labelled suites
+are, with the exact value and a uniform policy over the best moves as targets. Self-play's data
+follows its own games; these cover the positions those games leave, where a net fitted on
+self-play alone stays weakest. The suite the league scores on is held out of them.
+
 With `league_share`, that share of each iteration's games pits the learner against league
 members instead of itself (colours alternated, members' games split evenly), in the same batch
 as the self-play games. Only the learner's decisions become samples: its search's visits are
@@ -134,7 +140,7 @@ def self_play(
     member played, game length, share of proven roots). With `config.solve_from`, `solver`
     rescores the targets (one is made when none is given), and with `config.search.probe_from`
     the search probes it too."""
-    if solver is None and (config.solve_from or config.search.probe_from):
+    if solver is None and config.uses_solver:
         solver = solver_for(game, config)
     device = next(net.parameters()).device
     member, learner_seat = (t.to(device) for t in seat_games(config, len(opponents)))
@@ -227,11 +233,69 @@ def next_decisions(game: torch.Tensor, ply: torch.Tensor) -> torch.Tensor:
     return torch.where(ordered[at] == key + 1, order[at], -1)
 
 
+def solver_samples(
+    game: Game,
+    solver: ExactSolver,
+    n: int,
+    generator: torch.Generator,
+    margin: bool = False,
+    held_out: Callable[[BatchState], torch.Tensor] | None = None,
+) -> Samples:
+    """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): `n`
+    games opened by a uniformly random count (0 to the longest game less one) of uniformly random
+    moves, less those that ended, those `held_out` marks [n] and those with a move the solver
+    does not settle. Each one's value target is its mover's exact value (a margin value with
+    `margin`), got from its moves', and its policy target uniform over the moves of best exact
+    value; all proven, none with a reply target. A move's value is the result it ends the game
+    with, or its position's exact value, for the mover it gives the turn to: the same sign when
+    that is the mover again (Dots and Boxes' extra turn), the opposite otherwise."""
+    boards = game.new_batch(n)
+    plies = play_opening(boards, torch.randint(0, game.max_game_length, (n,), generator=generator), generator)
+    keep = ~boards.done.cpu()
+    if held_out is not None:
+        keep &= ~held_out(boards).cpu()
+    idx = torch.nonzero(keep).squeeze(1)
+    values = torch.full((len(idx), game.num_actions), -math.inf)
+    settled = torch.ones(len(idx), dtype=torch.bool)
+    for row, i in enumerate(idx.tolist()):
+        state = boards.state(i)
+        mover = state.current_player()
+        for action in state.legal_actions():
+            after = state.apply(action)
+            if after.is_terminal:
+                value: float | None = returns_of(after, margin)[mover]
+            else:
+                value = exact_value(solver, after, margin)
+                if value is not None and after.current_player() != mover:
+                    value = -value
+            if value is None:
+                settled[row] = False
+                break
+            values[row, action] = value
+    boards, values, idx = boards.select(idx[settled]), values[settled], idx[settled]
+    best = values.max(1).values
+    top = values >= best[:, None] - 1e-6  # margin values are fractions of the boxes
+    return Samples(
+        observation=boards.observation().cpu(),
+        legal=boards.legal().cpu(),
+        player=boards.to_move().cpu(),
+        ply=plies.cpu()[idx],
+        policy=top.float() / top.sum(1, keepdim=True),
+        value=best.float(),
+        proven=torch.ones(len(idx), dtype=torch.bool),
+        reply=torch.zeros(len(idx), game.num_actions),
+        has_reply=torch.zeros(len(idx), dtype=torch.bool),
+    )
+
+
 def solver_for(game: Game, config: AlphaZeroConfig) -> ExactSolver:
-    """The game's exact solver that rescores (`solve_from`) and that the search probes
-    (`probe_from`), `solve_nodes` a position; `ValueError` for a game without one."""
+    """The game's exact solver that rescores (`solve_from`), that the search probes
+    (`probe_from`) and that labels positions (`solver_positions`), `solve_nodes` a position;
+    `ValueError` for a game without one."""
     if not solvable(game):
-        raise ValueError(f"{game.title} has no exact solver: set solve_from and probe_from to 0")
+        raise ValueError(
+            f"{game.title} has no exact solver: set solve_from, probe_from and solver_positions to 0"
+        )
     return exact_solver(game, config.solve_nodes)
 
 
@@ -501,6 +565,7 @@ def train(
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
     opponents: Sequence[tuple[str, PolicyValueNet]] = (),
     ranks: Ranks = ALONE,
+    held_out: Callable[[BatchState], torch.Tensor] | None = None,
 ) -> torch.optim.Optimizer:
     """Run `config.iterations` self-play-and-fit iterations in place; returns the optimizer.
 
@@ -511,7 +576,9 @@ def train(
     ``vs/<member>/{win,draw,loss}`` (the learner's, for each member played), ``selfplay/*``
     and ``charts/*``. Data-parallel, every rank calls this with the same network, opponents
     and `config.ranks` of them; the metrics then average every rank's games (the ranks play
-    equal shares), and only rank 0's include the losses: it alone fits.
+    equal shares), and only rank 0's include the losses and the positions the solver labelled
+    (`config.solver_positions`): it alone fits. `held_out` marks the positions those must not be
+    drawn from (`Suite.holds`: the suite the league scores on).
     """
     if ranks.world != config.ranks:
         raise ValueError(f"the AlphaZero config asks for {config.ranks} ranks, and {ranks.world} train")
@@ -524,7 +591,7 @@ def train(
     share = replace(config, games=config.games // ranks.world, ranks=1) if ranks.world > 1 else config
     window: list[Samples] = []
     # one solver for the whole run: its table carries over between iterations
-    solver = solver_for(game, config) if config.solve_from or config.search.probe_from else None
+    solver = solver_for(game, config) if config.uses_solver else None
     for it in range(config.iterations):
         start = time.perf_counter()
         rate = learning_rate_at(config, it)
@@ -535,6 +602,14 @@ def train(
         if ranks.world > 1:  # every rank's decisions, in rank order; the statistics averaged
             samples = Samples.cat(ranks.gather(samples))
             stats = dict(zip(sorted(stats), ranks.mean([stats[k] for k in sorted(stats)]), strict=True))
+        decisions = len(samples)
+        if config.solver_positions and ranks.rank == 0:  # it alone fits
+            assert solver is not None  # made above
+            labelling = time.perf_counter()
+            labelled = solver_samples(game, solver, config.solver_positions, gen, net.by_margin, held_out)
+            samples = Samples.cat([samples, labelled])
+            stats["charts/solver_positions"] = float(len(labelled))
+            stats["charts/label_seconds"] = time.perf_counter() - labelling
         window = (window + [samples])[-config.replay_iterations :]
         steps = max(1, math.ceil(config.epochs * len(samples) / config.batch_size))
         losses = {}
@@ -552,7 +627,7 @@ def train(
             averaged.append({k: v.detach().clone() for k, v in net.state_dict().items()})
         metrics = {f"losses/{k}": v for k, v in losses.items()} | stats
         metrics["charts/learning_rate"] = rate
-        metrics["charts/decisions"] = float(len(samples))
+        metrics["charts/decisions"] = float(decisions)
         metrics["charts/selfplay_seconds"] = played
         # rank 0's fit and sharing its weights; the other ranks' wait for them
         metrics["charts/fit_seconds"] = time.perf_counter() - fitting

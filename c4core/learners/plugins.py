@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 from c4core.config import LeagueConfig
+from c4core.games import held_out
 from c4core.games.players import Player
 from c4core.learners.alphazero import train as train_alphazero
 from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet, fitted_optimizer_state
@@ -115,8 +116,11 @@ class AlphaZeroLearner(NetLearner):
     def _fit(self, net: PolicyValueNet, optimizer: torch.optim.Optimizer, job: TrainingJob) -> None:
         config = job.config
         members = [(p.name, p.net) for p in job.players() if isinstance(p, NetPlayer)]
+        # the suite the league scores on stays out of the positions the solver labels (rank 0's)
+        labels = config.alphazero.solver_positions and job.ranks.rank == 0
+        held = held_out(config.board, config.seed) if labels else None
         train_alphazero(
-            net, config.alphazero, job.seed, config.board, optimizer, job.record, members, job.ranks
+            net, config.alphazero, job.seed, config.board, optimizer, job.record, members, job.ranks, held
         )
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -29,6 +30,9 @@ from c4core.games.dots_and_boxes.probes import TAGS, Probe, make_probes, mixed_m
 from c4core.games.dots_and_boxes.rules import DRAWN_LINE, MAX_LINES, DotsState
 from c4core.games.dots_and_boxes.solver import DotsSolver
 from c4core.games.players import Player
+
+if TYPE_CHECKING:
+    from c4core.games.dots_and_boxes.batch import DotsBoards
 
 DRAWN = {(3, 3): (3, 22), (2, 3): (2, 14), (2, 2): (1, 9), (4, 4): (16, 34)}
 """The range of drawn lines a board's suite spreads over, by (rows, cols) of boxes."""
@@ -170,3 +174,16 @@ class SeededSuite:
 
     def score(self, player: Player) -> dict[str, float]:
         return score_suite(player, self.game, self.items, self.probes).metrics()
+
+    def holds(self, states: DotsBoards) -> torch.Tensor:
+        """`Suite.holds`: by the set of drawn lines, the positions and strategy probes and their
+        images under the board's symmetries (what is left of a game depends on its lines alone)."""
+        return torch.from_numpy(np.isin(states.lines.cpu().numpy(), self._line_sets))
+
+    @cached_property
+    def _line_sets(self) -> np.ndarray:
+        held = set()
+        for state in [item.state for item in self.items] + [probe.state for probe in self.probes]:
+            drawn = [a for a in range(self.game.num_actions) if state.lines >> a & 1]
+            held |= {sum(1 << s.actions[a] for a in drawn) for s in self.game.symmetries}
+        return np.array(sorted(held), np.int64)
