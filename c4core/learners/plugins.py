@@ -120,7 +120,15 @@ class AlphaZeroLearner(NetLearner):
         labels = config.alphazero.solver_positions and job.ranks.rank == 0
         held = held_out(config.board, config.seed) if labels else None
         train_alphazero(
-            net, config.alphazero, job.seed, config.board, optimizer, job.record, members, job.ranks, held
+            net,
+            config.alphazero,
+            job.seed,
+            config.board,
+            optimizer,
+            job.record,
+            members,
+            job.ranks,
+            held_out=held,
         )
 
 
