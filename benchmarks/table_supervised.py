@@ -5,8 +5,11 @@ learns slowly. This separates the net's capacity from self-play's sample efficie
 net of the given shape is fitted, with the AlphaZero-style learner's own `fit` (its loss,
 Adam, the square's eight images), on positions the exact solver labels, drawn as the suite
 draws them (uniformly random lines, a uniform count of them), and never one of the suite's
-positions or their images (held out by their line sets). Targets are the solver's: the mover's
-final box margin over the 9 boxes, and a uniform policy over the lines of best value. Every
+positions or strategy probes or their images (`Suite.holds`). Targets are the solver's
+(`alphazero.solver_samples`, which the league's `solver_positions` add to its replay): the
+mover's final box margin over the 9 boxes, and a uniform policy over the lines of best value.
+Until the twelfth session this script labelled positions with a vectorised copy of its own,
+faster (docs/BENCHMARKS.md), and held out the suite's positions alone, not its probes. Every
 `--every` seconds of fitting the raw net is scored on the suite; at the end, the net with 256
 simulations of search (`margin_target.score_player`: the suite, keeps-value by lines drawn, and
 games against `perfect`).
@@ -25,59 +28,14 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from margin_target import GAME, score_player
 
 from c4core.config import AlphaZeroConfig, NetConfig
-from c4core.games import load
+from c4core.games import held_out, load
 from c4core.games.dots_and_boxes import DotsAndBoxes
-from c4core.games.dots_and_boxes.rules import DRAWN_LINE
-from c4core.games.dots_and_boxes.solver import DotsSolver
-from c4core.games.players import play_opening
-from c4core.learners.alphazero import Samples, fit
+from c4core.learners.alphazero import fit, solver_samples
 from c4core.learners.net import Checkpoint, NetPlayer, PolicyValueNet
-
-
-def held_out(game: DotsAndBoxes) -> np.ndarray:
-    """The line sets of the suite's positions and of their images under the square's symmetries."""
-    suite = game.suite(seed=0)
-    assert suite is not None
-    out = set()
-    for item in suite.items:
-        drawn = [a for a in range(game.num_actions) if item.state.lines >> a & 1]
-        for s in game.symmetries:
-            out.add(sum(1 << s.actions[a] for a in drawn))
-    return np.array(sorted(out), np.int64)
-
-
-def labelled(
-    game: DotsAndBoxes, solver: DotsSolver, n: int, generator: torch.Generator, excluded: np.ndarray
-) -> Samples:
-    """About `n` positions after a uniform count (0 to all but one) of uniformly random lines,
-    without finished games and `excluded` line sets, with the solver's targets."""
-    boards = game.new_batch(n)
-    play_opening(boards, torch.randint(0, game.num_actions, (n,), generator=generator), generator)
-    lines = boards.lines.numpy()
-    keep = torch.from_numpy(~boards.done.numpy() & ~np.isin(lines, excluded))
-    boards = boards.select(torch.nonzero(keep).squeeze(1))
-    values = solver.action_values(boards.lines.numpy())
-    best = values == values.max(1, keepdims=True)
-    # the mover's final margin under perfect play: its lead so far and the best still to gain
-    lead = boards.margin() * (1 - 2 * boards.to_move())
-    margin = (lead.numpy() + values.max(1)) / game.boxes.boxes
-    assert (values[best] > DRAWN_LINE).all()
-    return Samples(
-        observation=boards.observation(),
-        legal=boards.legal(),
-        player=boards.to_move(),
-        ply=torch.from_numpy(np.array([bin(x).count("1") for x in boards.lines.tolist()])),
-        policy=torch.from_numpy(best / best.sum(1, keepdims=True)).float(),
-        value=torch.from_numpy(margin).float(),
-        proven=torch.ones(len(values), dtype=torch.bool),
-        reply=torch.zeros(len(values), game.num_actions),  # random positions: no next decision
-        has_reply=torch.zeros(len(values), dtype=torch.bool),
-    )
 
 
 def raw_scores(net: PolicyValueNet, game: DotsAndBoxes) -> dict[str, float]:
@@ -110,7 +68,7 @@ def main() -> None:
     game = load(GAME)
     assert isinstance(game, DotsAndBoxes)
     solver = game.exact_solver()
-    excluded = held_out(game)
+    excluded = held_out(game, 0)
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     config = AlphaZeroConfig(learning_rate=args.learning_rate)
@@ -130,7 +88,7 @@ def main() -> None:
         if args.anneal:
             for group in optimizer.param_groups:
                 group["lr"] = config.learning_rate * (1 - fitting / (args.minutes * 60))
-        window = labelled(game, solver, args.positions, generator, excluded)
+        window = solver_samples(game, solver, args.positions, generator, True, excluded)
         losses = fit(net, optimizer, window, args.steps, config, generator, game)
         fitting += time.perf_counter() - start
         seen += args.steps * config.batch_size
