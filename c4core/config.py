@@ -412,7 +412,8 @@ class AlphaZeroConfig:
     mover's exact value and a uniform policy over the moves of best exact value. Positions of
     the suite the league scores its snapshots on, and their images under the game's symmetries,
     are never among them (`Suite.holds`), and nor are those the solver does not settle within
-    `solve_nodes`. Data-parallel, rank 0 labels them: it alone fits."""
+    `solve_nodes`. They count as new samples for `epochs`, so the fit takes more steps.
+    Data-parallel, rank 0 labels them: it alone fits."""
     league_share: float = 0.0
     """Fraction of each iteration's games the learner plays against league members drawn by
     PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""

@@ -140,7 +140,7 @@ def self_play(
     member played, game length, share of proven roots). With `config.solve_from`, `solver`
     rescores the targets (one is made when none is given), and with `config.search.probe_from`
     the search probes it too."""
-    if solver is None and config.uses_solver:
+    if solver is None and (config.solve_from or config.search.probe_from):
         solver = solver_for(game, config)
     device = next(net.parameters()).device
     member, learner_seat = (t.to(device) for t in seat_games(config, len(opponents)))
