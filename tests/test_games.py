@@ -7,10 +7,13 @@ a game that has them, graded returns of the same sign; the legal set is never em
 before the end and always empty after it; move notation round-trips and bad moves are refused
 with a clear `ValueError`; and every symmetry maps legal actions to legal actions, observations
 to the permuted observation, and results to equal results. A game's exact solver, where its board
-has one, agrees with exhaustive minimax near the end.
+has one, agrees with exhaustive minimax near the end, and so do its moves' values (`move_values`).
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,11 +24,13 @@ from c4core.games import (
     GAMES,
     VARIANTS,
     BatchState,
+    DotsAndBoxes,
     Game,
     State,
     exact_solver,
     has_margin,
     load,
+    move_values,
     returns_of,
     solvable,
 )
@@ -286,6 +291,69 @@ def test_an_exact_solvers_margin_value_agrees_with_minimax_of_the_margin(game: G
         exact = mover * first_player_value(state, lambda s: returns_of(s, margin=True)[0])
         assert solver.margin_value(state) == pytest.approx(exact), str(state)
         assert np.sign(solver.margin_value(state)) == solver.outcome(state)
+
+
+class OneByOne:
+    """A solver's scalar answers alone, so that `move_values` solves move by move; with `late`,
+    only positions of at least that ply are settled."""
+
+    def __init__(self, solver: Any, late: int = 0):
+        self.solver, self.late = solver, late
+
+    def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
+        return self.solver.outcome(state, max_nodes) if state.ply >= self.late else None
+
+    def margin_value(self, state: State, max_nodes: int | None = None) -> float | None:
+        return self.solver.margin_value(state, max_nodes) if state.ply >= self.late else None
+
+
+@pytest.mark.parametrize(
+    ("game", "margin"),
+    [(g, m) for g in SMALL_SOLVED for m in (False, True) if has_margin(g) or not m],
+    ids=lambda x: ids(x) if isinstance(x, Game) else ("margin" if x else "outcome"),
+)
+def test_move_values_are_each_moves_minimax_value_for_its_mover(game: Game, margin: bool) -> None:
+    """Each legal move's value is exhaustive minimax's for the mover after that move (the same
+    player when a completed box gives another move), from the solver's own batch where it has
+    one and move by move otherwise; illegal moves are -inf."""
+    score = (lambda s: returns_of(s, margin=True)[0]) if margin else None
+    _, playouts = random_playouts(game, 12, seed=9)
+    late = [s for p in playouts for s in p if not s.is_terminal and game.max_game_length - s.ply <= 7]
+    boards = game.batch_of(late)
+    solver = exact_solver(game)
+    values = move_values(solver, boards, margin)
+    assert torch.equal(move_values(OneByOne(solver), boards, margin), values)
+    for i, state in enumerate(late):
+        mover = 1 if state.current_player() == 0 else -1
+        expected = [-math.inf] * game.num_actions
+        for a in state.legal_actions():
+            expected[a] = mover * first_player_value(state.apply(a), score)
+        assert values[i].tolist() == pytest.approx(expected), str(state)
+
+
+@pytest.mark.parametrize("game", [g for g in SMALL_SOLVED if isinstance(g, DotsAndBoxes)], ids=ids)
+def test_a_solvers_batch_of_move_values_agrees_with_solving_move_by_move_at_every_depth(game: Game) -> None:
+    """Dots and Boxes' table answers a whole batch at once, on positions of every depth."""
+    _, playouts = random_playouts(game, 30, seed=10)
+    boards = game.batch_of([s for p in playouts for s in p])  # finished games too: no legal move
+    solver = exact_solver(game)
+    assert hasattr(solver, "move_values")
+    for margin in (False, True):
+        assert torch.equal(move_values(solver, boards, margin), move_values(OneByOne(solver), boards, margin))
+
+
+def test_a_position_with_a_move_the_solver_does_not_settle_is_nan_on_its_legal_moves() -> None:
+    game = load("connect4", rows=4, cols=4, connect=3)
+    _, playouts = random_playouts(game, 10, seed=11)
+    states = [s for p in playouts for s in p if not s.is_terminal]
+    boards = game.batch_of(states)
+    values = move_values(OneByOne(exact_solver(game), late=9), boards)
+    unsettled = values.isnan().any(1)
+    assert torch.equal(values.isnan(), boards.legal() & unsettled[:, None])  # never an illegal move
+    for i, state in enumerate(states):
+        needs = [state.apply(a) for a in state.legal_actions()]
+        assert bool(unsettled[i]) == any(not s.is_terminal and s.ply < 9 for s in needs)
+    assert 0 < int(unsettled.sum()) < len(states)
 
 
 def test_a_board_beyond_its_games_solver_says_so() -> None:

@@ -7,6 +7,7 @@ command line names it. Games never import algorithms.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ __all__ = [
     "has_margin",
     "held_out",
     "load",
+    "move_values",
     "returns_of",
     "solvable",
 ]
@@ -129,3 +131,38 @@ def exact_value(
     if margin:
         return solver.margin_value(state, max_nodes)  # type: ignore[attr-defined]
     return solver.outcome(state, max_nodes)
+
+
+def move_values(
+    solver: ExactSolver, boards: BatchState, margin: bool = False, max_nodes: int | None = None
+) -> torch.Tensor:
+    """[n, num_actions] float32: each legal move's exact value for the mover of each of `boards`
+    (its outcome, or with `margin` its margin value): the result it ends the game with, or the
+    exact value of the position it leads to, with the same sign when the mover moves again (Dots
+    and Boxes' extra turn) and the opposite otherwise; -inf on illegal moves. A move the solver
+    does not settle within `max_nodes` is NaN, and so may be its position's other moves: the
+    position is unsettled. The solver's own ``move_values`` answers when it has one
+    (`ExactSolver`); otherwise each move is solved in turn."""
+    import torch
+
+    batched = getattr(solver, "move_values", None)
+    if batched is not None:
+        return batched(boards, margin, max_nodes)
+    legal = boards.legal().cpu()
+    values = torch.full(tuple(legal.shape), -math.inf)
+    for i in range(len(boards)):
+        state = boards.state(i)
+        mover = state.current_player()
+        for action in state.legal_actions():
+            after = state.apply(action)
+            if after.is_terminal:
+                value: float | None = returns_of(after, margin)[mover]
+            else:
+                value = exact_value(solver, after, margin, max_nodes)
+                if value is not None and after.current_player() != mover:
+                    value = -value
+            if value is None:  # the position is unsettled: its other moves need no solve
+                values[i, legal[i]] = math.nan
+                break
+            values[i, action] = value
+    return values

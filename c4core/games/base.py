@@ -186,7 +186,12 @@ class SearchTree(Protocol):
 class ExactSolver(Protocol):
     """Optional: a game's exact solver (`Game.exact_solver`). The learners' search probes it at
     its leaves (`SearchConfig.probe_from`), the AlphaZero-style learner rescores its targets with
-    it (`AlphaZeroConfig.solve_from`), and the game's `perfect` bot plays by it."""
+    it (`AlphaZeroConfig.solve_from`), and the game's `perfect` bot plays by it.
+
+    A solver may also offer ``move_values(boards, margin=False, max_nodes=None)``: every legal
+    move's exact value for each of a `BatchState`'s movers at once, as `c4core.games.move_values`
+    computes them move by move, which labels positions (`AlphaZeroConfig.solver_positions`)
+    without a solve per move."""
 
     def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
         """The result of an unfinished `state` for the player to move when both sides play

@@ -81,6 +81,7 @@ from c4core.games import (
     State,
     exact_solver,
     exact_value,
+    move_values,
     returns_of,
     solvable,
 )
@@ -245,47 +246,39 @@ def solver_samples(
     games opened by a uniformly random count (0 to the longest game less one) of uniformly random
     moves, less those that ended, those `held_out` marks [n] and those with a move the solver
     does not settle. Each one's value target is its mover's exact value (a margin value with
-    `margin`), got from its moves', and its policy target uniform over the moves of best exact
-    value; all proven, none with a reply target. A move's value is the result it ends the game
-    with, or its position's exact value, for the mover it gives the turn to: the same sign when
-    that is the mover again (Dots and Boxes' extra turn), the opposite otherwise."""
+    `margin`), the best of its moves' (`c4core.games.move_values`), and its policy target uniform
+    over the moves of that value; all proven, none with a reply target."""
     boards = game.new_batch(n)
     plies = play_opening(boards, torch.randint(0, game.max_game_length, (n,), generator=generator), generator)
     keep = ~boards.done.cpu()
     if held_out is not None:
         keep &= ~held_out(boards).cpu()
     idx = torch.nonzero(keep).squeeze(1)
-    values = torch.full((len(idx), game.num_actions), -math.inf)
-    settled = torch.ones(len(idx), dtype=torch.bool)
-    for row, i in enumerate(idx.tolist()):
-        state = boards.state(i)
-        mover = state.current_player()
-        for action in state.legal_actions():
-            after = state.apply(action)
-            if after.is_terminal:
-                value: float | None = returns_of(after, margin)[mover]
-            else:
-                value = exact_value(solver, after, margin)
-                if value is not None and after.current_player() != mover:
-                    value = -value
-            if value is None:
-                settled[row] = False
-                break
-            values[row, action] = value
-    boards, values, idx = boards.select(idx[settled]), values[settled], idx[settled]
-    best = values.max(1).values
-    top = values >= best[:, None] - 1e-6  # margin values are fractions of the boxes
+    values = move_values(solver, boards.select(idx), margin)
+    settled = ~values.isnan().any(1)
+    idx, values = idx[settled], values[settled]
+    boards = boards.select(idx)
+    best, policy = best_moves(values)
     return Samples(
         observation=boards.observation().cpu(),
         legal=boards.legal().cpu(),
         player=boards.to_move().cpu(),
         ply=plies.cpu()[idx],
-        policy=top.float() / top.sum(1, keepdim=True),
-        value=best.float(),
+        policy=policy,
+        value=best,
         proven=torch.ones(len(idx), dtype=torch.bool),
         reply=torch.zeros(len(idx), game.num_actions),
         has_reply=torch.zeros(len(idx), dtype=torch.bool),
     )
+
+
+def best_moves(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """From every legal move's exact value [n, actions] (`c4core.games.move_values`, all
+    settled): each position's best value [n], and the uniform policy over its moves of that
+    value [n, actions]."""
+    best = values.max(1).values
+    top = values >= best[:, None] - 1e-6  # margin values are fractions of the boxes
+    return best, top.float() / top.sum(1, keepdim=True)
 
 
 def solver_for(game: Game, config: AlphaZeroConfig) -> ExactSolver:

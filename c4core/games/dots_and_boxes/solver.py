@@ -17,6 +17,7 @@ ones: -1 on 1x1, 0 on 1x2, +2 on 2x2, -2 on 2x3 and -3 on 3x3.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,6 +124,21 @@ class DotsSolver:
         follow = self.table[after].astype(np.int64)
         values = np.where(closed > 0, closed + follow, -follow)
         return np.where((lines[:, None] & self._line_bits) != 0, DRAWN_LINE, values)
+
+    def move_values(
+        self, boards: DotsBoards, margin: bool = False, max_nodes: int | None = None
+    ) -> torch.Tensor:
+        """`ExactSolver`'s optional batch of every legal line's exact value for each mover of
+        `boards` (as `c4core.games.move_values`): the sign of its box lead plus the line's
+        `action_values`, or with `margin` that sum over the boxes; -inf on drawn lines. Looked
+        up, so every line is settled."""
+        import torch
+
+        first = boards.margin().cpu()
+        lead = torch.where(boards.player.cpu() == 0, first, -first)
+        total = (torch.from_numpy(self.action_values(boards.lines.cpu().numpy())) + lead[:, None]).float()
+        values = total / self.boxes.boxes if margin else torch.sign(total)
+        return torch.where(boards.legal().cpu(), values, -math.inf)
 
 
 class DotsPerfectBot(Player):
