@@ -414,6 +414,12 @@ class AlphaZeroConfig:
     are never among them (`Suite.holds`), and nor are those the solver does not settle within
     `solve_nodes`. They count as new samples for `epochs`, so the fit takes more steps.
     Data-parallel, rank 0 labels them: it alone fits."""
+    solver_policy: bool = field(default=False, metadata=NEW)
+    """Make the policy target of each self-play decision that the solver rescores (`solve_from`),
+    where it settles every move, uniform over the moves of best exact value instead of the
+    search's improved policy (and the reply head's target with it): the net learns perfect
+    play's moves on its own games' positions, as `solver_positions` teaches them on random ones.
+    Needs `solve_from`."""
     league_share: float = 0.0
     """Fraction of each iteration's games the learner plays against league members drawn by
     PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""
@@ -463,6 +469,10 @@ class AlphaZeroConfig:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
         if type(self.solver_positions) is not int or self.solver_positions < 0:
             raise ValueError(f"solver_positions must be 0 (none) or more, got {self.solver_positions!r}")
+        if self.solver_policy and not self.solve_from:
+            raise ValueError(
+                "solver_policy takes its moves from the decisions the solver rescores: set solve_from"
+            )
         if not 0.0 <= self.league_share <= 1.0:
             raise ValueError(f"league_share must be within 0..1, got {self.league_share}")
         if type(self.league_simulations) is not int or self.league_simulations < 0:
@@ -702,6 +712,7 @@ class LeagueConfig:
                     if a.search.probe_from
                     else ""
                 )
+                + (", its policy target the solver's best moves" if a.solver_policy else "")
                 + (
                     f", with {a.solver_positions} solver-labelled random positions an iteration"
                     if a.solver_positions

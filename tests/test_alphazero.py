@@ -112,6 +112,7 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"reply_weight": -0.1},
         {"solver_positions": -1},
         {"solver_positions": 1.5},
+        {"solver_policy": True},  # without solve_from
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -676,6 +677,52 @@ def test_rescoring_a_net_that_learns_margins_takes_the_exact_margin() -> None:
         assert value == pytest.approx(mover * first_player_value(state, lambda s: s.margin_returns()[0]))
     assert torch.equal(torch.sign(margins), outcomes)
     assert bool(((margins.abs() > 0) & (margins.abs() < 1)).any())  # some are graded
+
+
+def test_solver_policy_targets_the_best_moves_of_every_rescored_decision() -> None:
+    """With `solver_policy`, each decision at or past `solve_from` targets the uniform policy over
+    exactly the lines of best exhaustive-minimax value for its mover (the same player after a
+    box); earlier decisions keep the search's policy, and the games are the same as without it."""
+    games = 4
+    cfg = overridden(
+        TINY,
+        {
+            "games": games,
+            "solve_from": 5,
+            "opening_plies": 0,
+            "opening_plies_max": 0,
+            "search": {"simulations": 4},
+        },
+    )
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    plain, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
+    taught, _ = self_play(net, replace(cfg, solver_policy=True), torch.Generator().manual_seed(SEED), DOTS)
+    assert torch.equal(plain.observation, taught.observation) and torch.equal(plain.value, taught.value)
+    late = taught.ply >= cfg.solve_from
+    assert torch.equal(plain.policy[~late], taught.policy[~late])
+    assert not torch.equal(plain.policy[late], taught.policy[late])
+    steps = len(taught) // games  # every game draws every line: decision t * games + i is game i's t-th
+    checked = 0
+    for i in range(games):
+        state = DOTS.new_state()
+        for t in range(steps):
+            k = t * games + i
+            assert torch.equal(taught.observation[k], torch.from_numpy(state.observation()).float())
+            if state.ply >= cfg.solve_from:
+                sign = 1 if state.current_player() == 0 else -1
+                values = {a: sign * first_player_value(state.apply(a)) for a in state.legal_actions()}
+                best = [a for a, v in values.items() if v == max(values.values())]
+                assert torch.nonzero(taught.policy[k]).squeeze(1).tolist() == best
+                assert taught.policy[k, best].tolist() == pytest.approx([1 / len(best)] * len(best))
+                checked += 1
+            if t + 1 < steps:  # the move played: the one whose position the next decision shows
+                shown = taught.observation[k + games]
+                state = next(
+                    after
+                    for after in map(state.apply, state.legal_actions())
+                    if torch.equal(torch.from_numpy(after.observation()).float(), shown)
+                )
+    assert checked == int(late.sum()) > 0
 
 
 def test_a_board_without_a_solver_refuses_rescoring() -> None:

@@ -177,6 +177,16 @@ def test_solver_positions_enter_the_hash_once_set_and_need_a_solver() -> None:
         replace(big, alphazero=replace(big.alphazero, solver_positions=512))
 
 
+def test_the_solvers_policy_target_enters_the_hash_once_set_and_needs_rescoring() -> None:
+    solved = replace(MIXED, alphazero=replace(MIXED.alphazero, solve_from=16))
+    taught = replace(solved, alphazero=replace(solved.alphazero, solver_policy=True))
+    assert taught.training_hash() != solved.training_hash()
+    assert "its policy target the solver's best moves" in taught.describe_training()
+    assert "best moves" not in solved.describe_training()
+    with pytest.raises(ValueError, match="solver_policy .* set solve_from"):
+        replace(MIXED.alphazero, solver_policy=True)
+
+
 def test_with_training_overrides_both_learners() -> None:
     cfg = with_training(MIXED, iterations=3, games=10)
     assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (

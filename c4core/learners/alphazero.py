@@ -30,7 +30,9 @@ endgame tablebases: late decisions it settles cheaply get their exact result as 
 and each game's earlier decisions take the exact result of its first settled position as their
 outcome z. In Connect Four the openings, where the suite's hard positions are, stay the
 network's to learn: the solver would need seconds to minutes a position there. A game without a
-solver trains without rescoring.
+solver trains without rescoring. With `solver_policy` as well, a rescored decision whose every
+move the solver settles takes the uniform policy over its best moves as policy target, in place
+of the search's.
 
 With `solver_positions`, each iteration also adds that many positions the solver labels
 (`solver_samples`) to the replay window: random positions, drawn as the solver-labelled suites
@@ -157,6 +159,7 @@ def self_play(
     reuse = TreeReuse() if config.reuse_tree else None
     rows: list[tuple[torch.Tensor, ...]] = []
     positions: list[State] = []  # the rescored decisions' positions, in order
+    late_values: list[torch.Tensor] = []  # and their moves' exact values, for `solver_policy`
     net.eval()
     while not bool(boards.done.all()):
         # the learner moves in every self-play game, and in a league game when its seat is up
@@ -171,6 +174,8 @@ def self_play(
             if config.solve_from:
                 late = live.cpu()[plies[live.cpu()] >= config.solve_from]
                 positions += [boards.state(int(i)) for i in late]
+                if config.solver_policy:
+                    late_values.append(move_values(solver, boards.select(late.to(device)), net.by_margin))
         for k, player in enumerate(players):
             idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
             if len(idx):
@@ -197,6 +202,11 @@ def self_play(
         solved = _rescore(solver, ply, config.solve_from, positions, net.by_margin)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, in_game, ply, player, solved)
+        if late_values:
+            values = torch.cat(late_values)
+            settled = ~values.isnan().any(1)
+            rescored = torch.nonzero(ply >= config.solve_from).squeeze(1)  # in `late_values`' order
+            policy[rescored[settled]] = best_moves(values[settled])[1]
         solve_stats = {
             "selfplay/solved": float(
                 (~torch.isnan(solved)).sum() / max(int((ply >= config.solve_from).sum()), 1)
