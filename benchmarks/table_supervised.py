@@ -8,8 +8,9 @@ draws them (uniformly random lines, a uniform count of them), and never one of t
 positions or strategy probes or their images (`Suite.holds`). Targets are the solver's
 (`alphazero.solver_samples`, which the league's `solver_positions` add to its replay): the
 mover's final box margin over the 9 boxes, and a uniform policy over the lines of best value.
-Until the twelfth session this script labelled positions with a vectorised copy of its own,
-faster (docs/BENCHMARKS.md), and held out the suite's positions alone, not its probes. Every
+Until the twelfth session this script labelled positions with a vectorised copy of its own and
+held out the suite's positions alone, not its probes; since the thirteenth, `solver_samples`
+takes the table's batch of move values (`DotsSolver.move_values`), about as fast again. Every
 `--every` seconds of fitting the raw net is scored on the suite; at the end, the net with 256
 simulations of search (`margin_target.score_player`: the suite, keeps-value by lines drawn, and
 games against `perfect`).
