@@ -190,8 +190,8 @@ class ExactSolver(Protocol):
 
     A solver may also offer ``move_values(boards, margin=False, max_nodes=None)``: every legal
     move's exact value for each of a `BatchState`'s movers at once, as `c4core.games.move_values`
-    computes them move by move, which labels positions (`AlphaZeroConfig.solver_positions`)
-    without a solve per move."""
+    computes them move by move, so that labelling positions (`AlphaZeroConfig.solver_positions`
+    and `solver_policy`) takes no solve per move."""
 
     def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
         """The result of an unfinished `state` for the player to move when both sides play
