@@ -394,6 +394,11 @@ class AlphaZeroConfig:
     mirror: bool = True
     """Add every sample's images under the game's symmetries (`Game.symmetries`: Connect Four's
     left-right mirror) to each minibatch."""
+    random_image: bool = field(default=False, metadata=NEW)
+    """With `mirror`, put each sample into its minibatch as one of its images, drawn uniformly
+    among the game's symmetries (itself included), instead of as all of them, as AlphaGo Zero
+    transformed each training position by one random symmetry: the images' variety at one
+    image's cost a step (the square's eight images make a step eight times the work)."""
     solve_from: int = 0
     """Rescore self-play with the game's exact solver (`Game.exact_solver`) from this ply on; 0
     never. Decisions at or past it that the solver settles within `solve_nodes` take their exact
@@ -469,6 +474,8 @@ class AlphaZeroConfig:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
         if type(self.solver_positions) is not int or self.solver_positions < 0:
             raise ValueError(f"solver_positions must be 0 (none) or more, got {self.solver_positions!r}")
+        if self.random_image and not self.mirror:
+            raise ValueError("random_image draws one of the images mirror adds: set mirror")
         if self.solver_policy and not self.solve_from:
             raise ValueError(
                 "solver_policy takes its moves from the decisions the solver rescores: set solve_from"

@@ -30,6 +30,7 @@ from c4core.learners.alphazero import (
     member_player,
     merge_duplicates,
     next_decisions,
+    random_images,
     seat_games,
     self_play,
     solver_for,
@@ -113,6 +114,7 @@ def played() -> tuple[Samples, dict[str, float]]:
         {"solver_positions": -1},
         {"solver_positions": 1.5},
         {"solver_policy": True},  # without solve_from
+        {"random_image": True, "mirror": False},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -317,6 +319,59 @@ def test_mirrored_minibatch_flips_targets(played: tuple[Samples, dict]) -> None:
     a, b = fit(net, sgd, samples, 1, on, g1), fit(net, sgd, samples, 1, off, g2)
     assert a["value"] == pytest.approx(b["value"], rel=1e-4)
     assert a["policy"] == pytest.approx(b["policy"], rel=1e-4)
+
+
+def test_random_images_map_each_sample_with_its_targets_by_one_drawn_symmetry() -> None:
+    """With `random_image` each sample enters the minibatch as one image under the square's
+    symmetries, drawn uniformly: planes, legal moves, policy and reply targets all mapped by the
+    same symmetry, the rest as they were."""
+    cfg = overridden(
+        TINY, {"games": 16, "opening_plies": 0, "opening_plies_max": 0, "search": {"simulations": 4}}
+    )
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    samples, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
+    out = random_images(samples, DOTS.symmetries, torch.Generator().manual_seed(SEED))
+    for f in ("player", "ply", "value", "proven", "has_reply"):
+        assert torch.equal(getattr(out, f), getattr(samples, f))
+    drawn = set()
+    for i in range(len(samples)):
+        fits = [
+            k
+            for k, sym in enumerate(DOTS.symmetries)
+            if torch.equal(out.observation[i], sym.observation(samples.observation[i]))
+            and all(
+                torch.equal(getattr(out, f)[i], sym.policy(getattr(samples, f)[i]))
+                for f in ("legal", "policy", "reply")
+            )
+        ]
+        assert fits, i
+        drawn.add(fits[0] if len(fits) == 1 else None)
+    assert len(drawn - {None}) == len(DOTS.symmetries) == 8  # every image is drawn
+
+
+@pytest.mark.parametrize("random_image", [False, True])
+def test_fit_with_random_images_takes_one_image_a_sample(
+    random_image: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    cfg = overridden(
+        TINY, {"games": 4, "opening_plies": 0, "opening_plies_max": 0, "search": {"simulations": 4}}
+    )
+    samples, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS)
+    rows: list[int] = []
+    heads = net.heads
+    monkeypatch.setattr(net, "heads", lambda planes, legal: rows.append(len(planes)) or heads(planes, legal))
+    optimizer = torch.optim.Adam(net.parameters())
+    fit(
+        net,
+        optimizer,
+        samples,
+        3,
+        replace(cfg, batch_size=10, random_image=random_image),
+        torch.Generator(),
+        DOTS,
+    )
+    assert rows == [10 if random_image else 80] * 3
 
 
 @pytest.mark.slow  # two whole training runs

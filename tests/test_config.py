@@ -187,6 +187,11 @@ def test_the_solvers_policy_target_enters_the_hash_once_set_and_needs_rescoring(
         replace(MIXED.alphazero, solver_policy=True)
 
 
+def test_random_images_enter_the_hash_once_set() -> None:
+    drawn = replace(MIXED, alphazero=replace(MIXED.alphazero, random_image=True))
+    assert drawn.training_hash() != MIXED.training_hash()
+
+
 def test_with_training_overrides_both_learners() -> None:
     cfg = with_training(MIXED, iterations=3, games=10)
     assert (cfg.ppo.iterations, cfg.alphazero.iterations, cfg.ppo.games, cfg.alphazero.games) == (

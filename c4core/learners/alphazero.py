@@ -18,7 +18,8 @@ The network is then fitted by cross-entropy to the policy targets plus squared e
 value targets on minibatches drawn uniformly from a **replay window** of the last
 `replay_iterations` iterations, with each position's images under the game's symmetries added
 (Connect Four's left-right mirror; supervised targets map exactly, unlike PPO's on-policy
-ratios). Moves are sampled in proportion to the policy target (the visits, or Gumbel's improved
+ratios), or with `random_image` each position as one image drawn among them (`random_images`).
+Moves are sampled in proportion to the policy target (the visits, or Gumbel's improved
 policy) for the first `temperature_plies` plies after the random opening, then played as the
 search chooses. Any game of the interface (`c4core.games`)
 trains alike: the player to move is asked of the game, never derived from the ply, so the
@@ -81,6 +82,7 @@ from c4core.games import (
     ExactSolver,
     Game,
     State,
+    Symmetry,
     exact_solver,
     exact_value,
     move_values,
@@ -497,6 +499,23 @@ def average_weights(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torc
     return out
 
 
+def random_images(batch: Samples, symmetries: Sequence[Symmetry], generator: torch.Generator) -> Samples:
+    """Each of `batch`'s samples as its image under one of `symmetries` (the identity first),
+    drawn uniformly, its targets mapped with it (`AlphaZeroConfig.random_image`)."""
+    pick = torch.randint(len(symmetries), (len(batch),), generator=generator)
+    out = replace(
+        batch, **{f: getattr(batch, f).clone() for f in ("observation", "legal", "policy", "reply")}
+    )
+    for k, symmetry in enumerate(symmetries[1:], 1):
+        rows = pick == k
+        if not bool(rows.any()):  # an empty batch has no shape a symmetry can map
+            continue
+        out.observation[rows] = symmetry.observation(batch.observation[rows])
+        for f in ("legal", "policy", "reply"):
+            getattr(out, f)[rows] = symmetry.policy(getattr(batch, f)[rows])
+    return out
+
+
 def fit(
     net: PolicyValueNet,
     optimizer: torch.optim.Optimizer,
@@ -511,13 +530,15 @@ def fit(
     head's ``value`` is; with a reply head, ``reply``: its cross-entropy over the samples that
     have a reply target, weighted by `AlphaZeroConfig.reply_weight` in the loss)."""
     device = next(net.parameters()).device
-    images = game.symmetries[1:] if config.mirror else ()
+    images = game.symmetries[1:] if config.mirror and not config.random_image else ()
     replies = net.config.reply_head and config.reply_weight > 0
     net.train()
     totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0} | ({"reply": 0.0} if replies else {})
     for _ in range(steps):
         idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
         batch = window.take(idx)
+        if config.mirror and config.random_image:
+            batch = random_images(batch, game.symmetries, generator)
         planes, legal = batch.observation, batch.legal
         policy, value = batch.policy, batch.value
         reply, has_reply = batch.reply, batch.has_reply
