@@ -508,7 +508,7 @@ def random_images(batch: Samples, symmetries: Sequence[Symmetry], generator: tor
     )
     for k, symmetry in enumerate(symmetries[1:], 1):
         rows = pick == k
-        if not bool(rows.any()):  # an empty batch has no shape a symmetry can map
+        if not bool(rows.any()):  # `Symmetry.observation` cannot reshape an empty selection
             continue
         out.observation[rows] = symmetry.observation(batch.observation[rows])
         for f in ("legal", "policy", "reply"):
@@ -537,7 +537,7 @@ def fit(
     for _ in range(steps):
         idx = torch.randint(len(window), (min(config.batch_size, len(window)),), generator=generator)
         batch = window.take(idx)
-        if config.mirror and config.random_image:
+        if config.random_image:  # which needs `mirror`
             batch = random_images(batch, game.symmetries, generator)
         planes, legal = batch.observation, batch.legal
         policy, value = batch.policy, batch.value
