@@ -130,6 +130,12 @@ class Samples:
     def take(self, idx: torch.Tensor) -> Samples:
         return Samples(*(getattr(self, f)[idx] for f in Samples.__dataclass_fields__))
 
+    def image(self, symmetry: Symmetry) -> Samples:
+        """These samples' images under `symmetry`: the planes and every per-action target mapped,
+        the rest as they are (`AlphaZeroConfig.mirror`)."""
+        per_action = {f: symmetry.policy(getattr(self, f)) for f in ("legal", "policy", "reply")}
+        return replace(self, observation=symmetry.observation(self.observation), **per_action)
+
 
 def self_play(
     net: PolicyValueNet,
@@ -503,16 +509,14 @@ def random_images(batch: Samples, symmetries: Sequence[Symmetry], generator: tor
     """Each of `batch`'s samples as its image under one of `symmetries` (the identity first),
     drawn uniformly, its targets mapped with it (`AlphaZeroConfig.random_image`)."""
     pick = torch.randint(len(symmetries), (len(batch),), generator=generator)
-    out = replace(
-        batch, **{f: getattr(batch, f).clone() for f in ("observation", "legal", "policy", "reply")}
-    )
+    out = replace(batch, **{f: getattr(batch, f).clone() for f in Samples.__dataclass_fields__})
     for k, symmetry in enumerate(symmetries[1:], 1):
         rows = pick == k
         if not bool(rows.any()):  # `Symmetry.observation` cannot reshape an empty selection
             continue
-        out.observation[rows] = symmetry.observation(batch.observation[rows])
-        for f in ("legal", "policy", "reply"):
-            getattr(out, f)[rows] = symmetry.policy(getattr(batch, f)[rows])
+        mapped = batch.take(rows).image(symmetry)
+        for f in Samples.__dataclass_fields__:
+            getattr(out, f)[rows] = getattr(mapped, f)
     return out
 
 
@@ -530,7 +534,7 @@ def fit(
     head's ``value`` is; with a reply head, ``reply``: its cross-entropy over the samples that
     have a reply target, weighted by `AlphaZeroConfig.reply_weight` in the loss)."""
     device = next(net.parameters()).device
-    images = game.symmetries[1:] if config.mirror and not config.random_image else ()
+    images = game.symmetries[1:] if config.mirror else ()
     replies = net.config.reply_head and config.reply_weight > 0
     net.train()
     totals = {"policy": 0.0, "value": 0.0, "entropy": 0.0} | ({"reply": 0.0} if replies else {})
@@ -539,17 +543,11 @@ def fit(
         batch = window.take(idx)
         if config.random_image:  # which needs `mirror`
             batch = random_images(batch, game.symmetries, generator)
+        elif images:
+            batch = Samples.cat([batch, *(batch.image(s) for s in images)])
         planes, legal = batch.observation, batch.legal
         policy, value = batch.policy, batch.value
         reply, has_reply = batch.reply, batch.has_reply
-        if images:
-            planes = torch.cat((planes, *(s.observation(planes) for s in images)))
-            legal = torch.cat((legal, *(s.policy(legal) for s in images)))
-            policy = torch.cat((policy, *(s.policy(policy) for s in images)))
-            value = torch.cat((value,) * (1 + len(images)))
-            if replies:  # only a fitted reply head reads them
-                reply = torch.cat((reply, *(s.policy(reply) for s in images)))
-                has_reply = torch.cat((has_reply,) * (1 + len(images)))
         reply_logits = None
         if replies:
             logits, head, reply_logits = net.heads_with_reply(planes.to(device), legal.to(device))
