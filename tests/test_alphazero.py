@@ -780,6 +780,39 @@ def test_solver_policy_targets_the_best_moves_of_every_rescored_decision() -> No
     assert checked == int(late.sum()) > 0
 
 
+class Counted:
+    """A solver whose position solves (`outcome`, `margin_value`) are counted; the rest passes through."""
+
+    def __init__(self, solver: Any):
+        self.solver, self.solves = solver, 0
+
+    def outcome(self, state: Any, max_nodes: int | None = None) -> Any:
+        self.solves += 1
+        return self.solver.outcome(state, max_nodes)
+
+    def margin_value(self, state: Any, max_nodes: int | None = None) -> Any:
+        self.solves += 1
+        return self.solver.margin_value(state, max_nodes)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.solver, name)
+
+
+def test_solver_policy_takes_each_rescored_value_from_its_moves() -> None:
+    """With `solver_policy`, a rescored decision whose moves the solver's batch settles takes the
+    best of them as its value: no position is solved a second time, and the values are the same."""
+    cfg = overridden(TINY, {"games": 4, "solve_from": 5, "search": {"simulations": 4}})
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    plain, taught = Counted(solver_for(DOTS, cfg)), Counted(solver_for(DOTS, cfg))
+    without, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS, solver=plain)
+    with_policy, _ = self_play(
+        net, replace(cfg, solver_policy=True), torch.Generator().manual_seed(SEED), DOTS, solver=taught
+    )
+    assert torch.equal(without.value, with_policy.value) and torch.equal(without.proven, with_policy.proven)
+    assert plain.solves >= int((without.ply >= cfg.solve_from).sum()) > 0
+    assert taught.solves == 0
+
+
 def test_a_board_without_a_solver_refuses_rescoring() -> None:
     big = load("dots_and_boxes", rows=4, cols=4)
     net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)

@@ -33,7 +33,7 @@ outcome z. In Connect Four the openings, where the suite's hard positions are, s
 network's to learn: the solver would need seconds to minutes a position there. A game without a
 solver trains without rescoring. With `solver_policy` as well, a rescored decision whose every
 move the solver settles takes the uniform policy over its best moves as policy target, in place
-of the search's.
+of the search's, and the best move's value as its exact value, so it is not solved again.
 
 With `solver_positions`, each iteration also adds that many positions the solver labels
 (`solver_samples`) to the replay window: random positions, drawn as the solver-labelled suites
@@ -207,13 +207,15 @@ def self_play(
         # only the learner's decisions are solved: a member's position is no target, and the
         # learner's first settled decision of a league game is at most one ply past it; its
         # mover tells the adjudication which player the exact result is for
-        solved = _rescore(solver, ply, config.solve_from, positions, net.by_margin)
+        values = torch.cat(late_values) if late_values else None  # in `positions`' order
+        # a position whose every move is settled has the best of them as its value (NaN else)
+        known = values.max(1).values if values is not None else None
+        solved = _rescore(solver, ply, config.solve_from, positions, net.by_margin, known)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, in_game, ply, player, solved)
-        if late_values:
-            values = torch.cat(late_values)
+        if values is not None:
             settled = ~values.isnan().any(1)
-            rescored = torch.nonzero(ply >= config.solve_from).squeeze(1)  # in `late_values`' order
+            rescored = torch.nonzero(ply >= config.solve_from).squeeze(1)
             policy[rescored[settled]] = best_moves(values[settled])[1]
         solve_stats = {
             "selfplay/solved": float(
@@ -408,16 +410,20 @@ def _rescore(
     solve_from: int,
     positions: Sequence[State],
     margin: bool = False,
+    known: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Exact result (+1, 0, -1 for the player to move; with `margin`, its margin value) of each
     decision at or past `solve_from` (whose `positions` are given in order) that the solver
-    settles within its budget; NaN elsewhere. The latest plies go first, so the table built on
+    settles within its budget; NaN elsewhere. Values already `known` (in `positions`' order, NaN
+    where not) are taken, not solved again. The latest plies go first, so the table built on
     them speeds up the earlier ones."""
     solved = torch.full((len(ply),), float("nan"))
     late = torch.nonzero(ply >= solve_from).squeeze(1)
+    if known is not None:
+        solved[late] = known
     position_of = dict(zip(late.tolist(), positions, strict=True))
     order = late[torch.argsort(ply[late], descending=True, stable=True)]
-    for i in order.tolist():
+    for i in order[torch.isnan(solved[order])].tolist():
         value = exact_value(solver, position_of[i], margin)
         if value is not None:
             solved[i] = float(value)
