@@ -798,11 +798,12 @@ class Counted:
         return getattr(self.solver, name)
 
 
-def test_solver_policy_takes_each_rescored_value_from_its_moves() -> None:
+@pytest.mark.parametrize("target", ["outcome", "margin"])
+def test_solver_policy_takes_each_rescored_value_from_its_moves(target: str) -> None:
     """With `solver_policy`, a rescored decision whose moves the solver's batch settles takes the
     best of them as its value: no position is solved a second time, and the values are the same."""
     cfg = overridden(TINY, {"games": 4, "solve_from": 5, "search": {"simulations": 4}})
-    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8), DOTS)
+    net = PolicyValueNet(NetConfig(blocks=1, channels=8, value_hidden=8, value_target=target), DOTS)
     plain, taught = Counted(solver_for(DOTS, cfg)), Counted(solver_for(DOTS, cfg))
     without, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), DOTS, solver=plain)
     with_policy, _ = self_play(
@@ -811,6 +812,8 @@ def test_solver_policy_takes_each_rescored_value_from_its_moves() -> None:
     assert torch.equal(without.value, with_policy.value) and torch.equal(without.proven, with_policy.proven)
     assert plain.solves >= int((without.ply >= cfg.solve_from).sum()) > 0
     assert taught.solves == 0
+    graded = (without.value.abs() > 0) & (without.value.abs() < 1)  # box margins, not outcomes
+    assert bool(graded[without.proven].any()) == (target == "margin")
 
 
 def test_a_board_without_a_solver_refuses_rescoring() -> None:
