@@ -9,7 +9,7 @@ import pytest
 from exact import first_player_value
 
 from c4core.games import load
-from c4core.games.dots_and_boxes.endgame import EndgameSolver
+from c4core.games.dots_and_boxes.endgame import EndgameSolver, PastBudget
 from c4core.games.dots_and_boxes.rules import Boxes, DotsState
 from c4core.games.dots_and_boxes.solver import DotsSolver
 
@@ -37,6 +37,8 @@ def test_values_and_line_values_agree_with_the_3x3_table(three) -> None:
     assert [search.value(s) for s in states] == [table.value(s) for s in states]
     lines = np.array([s.lines for s in states[:40]])
     assert np.array_equal(search.action_values(lines), table.action_values(lines))
+    assert [search.outcome(s) for s in states] == [table.outcome(s) for s in states]
+    assert [search.margin_value(s) for s in states] == [table.margin_value(s) for s in states]
     # the independent captures were met: a line completing every box it borders
     assert any(max(table.action_values(np.array([s.lines]))[0]) > 0 for s in states)
 
@@ -65,6 +67,24 @@ def test_a_search_past_its_node_budget_says_so() -> None:
         solver.value(game.new_state(), max_nodes=1000)
     near_end = game.state_from_moves(" ".join(game.format_action(a) for a in range(34)))
     assert solver.value(near_end, max_nodes=1000) == minimax_value(near_end)
+
+
+def test_an_unsettled_position_has_no_outcome_and_no_margin() -> None:
+    """As `ExactSolver` asks: past the budget (the solver's own, or the call's) the position is
+    not settled, None, where the same budget settles a position near the end."""
+    game = load("dots_and_boxes", rows=4, cols=4)
+    solver = EndgameSolver(game.boxes, table_bits=12, max_nodes=1000)
+    empty = game.new_state()
+    near_end = game.state_from_moves(" ".join(game.format_action(a) for a in range(34)))
+    assert solver.outcome(empty) is None and solver.margin_value(empty) is None
+    assert solver.outcome(near_end) is not None and solver.margin_value(near_end) is not None
+    with pytest.raises(PastBudget):
+        solver.value(empty)
+    roomy = EndgameSolver(game.boxes, table_bits=12)
+    assert roomy.outcome(near_end, max_nodes=10) is None
+    lead = roomy.lead(near_end) + minimax_value(near_end)
+    assert roomy.margin_value(near_end) == lead / game.boxes.boxes
+    assert roomy.outcome(near_end) == np.sign(lead)
 
 
 def minimax_value(state: DotsState) -> int:

@@ -14,8 +14,9 @@ things keep the tree small:
   as the solver, so labelling a position's every line reuses what its siblings found.
 
 The tree grows about fivefold with each line left, so the solver is for endgames: a position
-with many lines left runs past its node budget and raises `ValueError` (docs/BENCHMARKS.md has
-the time by lines left).
+with many lines left runs past its node budget: its value raises `PastBudget`, and its
+`outcome` and `margin_value` are None, as `ExactSolver` asks (docs/BENCHMARKS.md has the time by
+lines left).
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ EXACT, LOWER, UPPER = 0, 1, 2
 TABLE_BITS = 22
 """log2 of the transposition table's entries (4M entries, 40 MiB)."""
 NODES = 50_000_000
+"""The default node budget of one `EndgameSolver.value` call."""
 FIBONACCI = -7046029254386353131
 """2^64 / golden ratio (0x9E3779B97F4A7C15) as a signed int64: Fibonacci hashing of a line set
 into the table (Knuth)."""
-"""The default node budget of one `EndgameSolver.value` call."""
+
+
+class PastBudget(ValueError):
+    """The search needed more nodes than its budget: the position is not settled."""
 
 
 @njit(cache=True)
@@ -134,8 +139,10 @@ class EndgameSolver:
     """Exact values of Dots and Boxes positions with few lines left, on any board of at most 60
     lines, by alpha-beta (module docstring). The same methods as the table's `DotsSolver`."""
 
-    def __init__(self, boxes: Boxes, table_bits: int = TABLE_BITS):
+    def __init__(self, boxes: Boxes, table_bits: int = TABLE_BITS, max_nodes: int | None = None):
         self.boxes = boxes
+        self.max_nodes = NODES if max_nodes is None else max_nodes
+        """The node budget of a call that names none."""
         self._line_boxes = np.array(boxes.line_boxes, np.int64)
         self._box_masks = np.array(boxes.box_masks, np.int64)
         self._keys = np.zeros(1 << table_bits, np.int64)
@@ -146,8 +153,9 @@ class EndgameSolver:
 
     def value_of(self, lines: int, max_nodes: int | None = None) -> int:
         """The best box difference the mover can still gain from the set of drawn `lines`;
-        `ValueError` when the search needs more than `max_nodes` nodes (`NODES`)."""
-        budget = np.array([NODES if max_nodes is None else max_nodes], np.int64)
+        `PastBudget` when the search needs more than `max_nodes` nodes (the solver's own
+        `max_nodes` when None)."""
+        budget = np.array([self.max_nodes if max_nodes is None else max_nodes], np.int64)
         start = int(budget[0])
         left = self.boxes.boxes - popcount(self.boxes.completed(lines))
         v = _negamax(
@@ -157,7 +165,7 @@ class EndgameSolver:
         self.nodes += start - max(int(budget[0]), 0)
         if budget[0] < 0:
             missing = self.boxes.lines - popcount(lines)
-            raise ValueError(
+            raise PastBudget(
                 f"the endgame solver ran past {start:,} nodes on a position with {missing} lines left"
             )
         return int(v)
@@ -170,9 +178,24 @@ class EndgameSolver:
         """The mover's box lead so far."""
         return state.margin() if state.current_player() == 0 else -state.margin()
 
-    def outcome(self, state: DotsState, max_nodes: int | None = None) -> int:
-        """`ExactSolver.outcome`: the result for the player to move under perfect play."""
-        return int(np.sign(self.lead(state) + self.value(state, max_nodes)))
+    def outcome(self, state: DotsState, max_nodes: int | None = None) -> int | None:
+        """`ExactSolver.outcome`: the result for the player to move under perfect play, +1, 0
+        or -1; None when the search needs more than `max_nodes` nodes."""
+        total = self._final_margin(state, max_nodes)
+        return None if total is None else int(np.sign(total))
+
+    def margin_value(self, state: DotsState, max_nodes: int | None = None) -> float | None:
+        """`DotsSolver.margin_value`, searched: the final box difference for the player to move
+        under perfect play, over the board's boxes; None past `max_nodes` nodes."""
+        total = self._final_margin(state, max_nodes)
+        return None if total is None else total / self.boxes.boxes
+
+    def _final_margin(self, state: DotsState, max_nodes: int | None) -> int | None:
+        """The mover's lead plus the value still to gain, or None past the budget."""
+        try:
+            return self.lead(state) + self.value(state, max_nodes)
+        except PastBudget:
+            return None
 
     def action_values(self, lines: np.ndarray, max_nodes: int | None = None) -> np.ndarray:
         """`DotsSolver.action_values`, searched: [n, lines], `DRAWN_LINE` on drawn lines."""
