@@ -23,7 +23,7 @@ import numpy as np
 
 from c4core.config import AlphaZeroConfig
 from c4core.games import load
-from c4core.games.dots_and_boxes.endgame import EndgameSolver
+from c4core.games.dots_and_boxes.endgame import EndgameSolver, PastBudget
 from c4core.games.dots_and_boxes.probes import mixed_move
 from c4core.games.dots_and_boxes.rules import DotsState
 
@@ -53,7 +53,7 @@ def rescore(
         try:
             solver.value(state, max_nodes)
             settled += 1
-        except ValueError:  # past the node budget: the decision keeps the search's target
+        except PastBudget:  # past the node budget: the decision keeps the search's target
             pass
     return len(late), settled, time.perf_counter() - start
 

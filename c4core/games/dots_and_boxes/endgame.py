@@ -32,7 +32,7 @@ EXACT, LOWER, UPPER = 0, 1, 2
 TABLE_BITS = 22
 """log2 of the transposition table's entries (4M entries, 40 MiB)."""
 NODES = 50_000_000
-"""The default node budget of one `EndgameSolver.value` call."""
+"""The node budget a position of an `EndgameSolver` made without one."""
 FIBONACCI = -7046029254386353131
 """2^64 / golden ratio (0x9E3779B97F4A7C15) as a signed int64: Fibonacci hashing of a line set
 into the table (Knuth)."""
