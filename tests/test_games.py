@@ -208,6 +208,8 @@ def test_symmetries_map_games_to_equal_games(game: Game) -> None:
         moved = s.policy(values)
         assert all(moved[s.actions[a]] == a for a in range(game.num_actions))
         assert s.action(torch.arange(game.num_actions)).tolist() == list(s.actions)
+        none = torch.zeros((0, *game.observation_shape))  # an empty batch maps to one
+        assert s.observation(none).shape == none.shape
 
 
 def test_unknown_games_and_parameters_are_refused_by_name() -> None:

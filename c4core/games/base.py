@@ -41,7 +41,7 @@ class Symmetry:
 
     def observation(self, obs: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
         """The image of observations ``[..., H, W]`` (numpy or torch) under this symmetry."""
-        flat = obs.reshape(*obs.shape[:-2], -1)
+        flat = obs.reshape(*obs.shape[:-2], obs.shape[-2] * obs.shape[-1])  # an empty batch too
         return flat[..., list(self.cells)].reshape(obs.shape)
 
     def action(self, actions: torch.Tensor) -> torch.Tensor:

@@ -518,8 +518,6 @@ def random_images(batch: Samples, symmetries: Sequence[Symmetry], generator: tor
     out = replace(batch, **{f: getattr(batch, f).clone() for f in Samples.__dataclass_fields__})
     for k, symmetry in enumerate(symmetries[1:], 1):
         rows = pick == k
-        if not bool(rows.any()):  # `Symmetry.observation` cannot reshape an empty selection
-            continue
         mapped = batch.take(rows).image(symmetry)
         for f in Samples.__dataclass_fields__:
             getattr(out, f)[rows] = getattr(mapped, f)
