@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from types import UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
-from c4core.games import VARIANTS, Game, has_margin, load, solvable
+from c4core.games import VARIANTS, Game, exact_from, has_margin, load, solvable
 
 KEY_SCHEMA = 2
 """The version of the training key's rule (`training_key`), hashed with the fields: a new rule
@@ -979,8 +979,10 @@ def league_config(
     and games those of both learners, and so are `ranks`; `precision`,
     `NetConfig.precision`). `game` is a game or a named variant (`c4core.games.VARIANTS`:
     ``connect3-4x4``), and `rows`, `cols` and `connect` replace its board's; the net is built
-    for that game, and a board without an exact solver (`c4core.games.solvable`) drops the
-    profile's solver settings. `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
+    for that game; a board without an exact solver (`c4core.games.solvable`) drops the
+    profile's solver settings, and one whose solver is an endgame search moves the profile's
+    rescoring and leaf probes no earlier than the ply it reaches (`c4core.games.exact_from`).
+    `learner` is the main agent's (`LeagueConfig.main_learner`); a tabular one
     trains every generation (no AlphaZero-style ones). `value_target` is what the net's value
     head learns (`NetConfig.value_target`). `recipe` replaces fields by dotted path, last, over
     the profile and the settings above (`with_fields`). A precision of None or ``"auto"`` keeps
@@ -1006,6 +1008,11 @@ def league_config(
         if not solvable(chosen):  # the profile's solver settings need a solver
             given["alphazero"] = {"solve_from": 0, "search": {"probe_from": 0}}
     config = profile(profile_name, name=name, **{k: v for k, v in given.items() if v is not None})
+    if reach := exact_from(config.board):
+        az = config.alphazero  # a setting of 0 (off) stays off
+        search = replace(az.search, probe_from=az.search.probe_from and max(az.search.probe_from, reach))
+        az = replace(az, solve_from=az.solve_from and max(az.solve_from, reach), search=search)
+        config = replace(config, alphazero=az)
     if ranks is not None:
         ppo, alphazero = replace(config.ppo, ranks=ranks), replace(config.alphazero, ranks=ranks)
         config = replace(config, ppo=ppo, alphazero=alphazero)

@@ -16,7 +16,7 @@ from exact import dots_movers_and_results, first_player_value
 from groups import in_group
 
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
-from c4core.games import ConnectFour, load
+from c4core.games import ConnectFour, exact_from, load
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import Solver
 from c4core.games.players import Player
@@ -780,6 +780,18 @@ def test_solver_policy_targets_the_best_moves_of_every_rescored_decision() -> No
     assert checked == int(late.sum()) > 0
 
 
+def test_4x4_self_play_is_rescored_by_the_endgame_search_from_the_ply_it_reaches() -> None:
+    """4x4's solver is the endgame search: from the ply it reaches cheaply, every decision of a
+    few games is settled, within the rescoring's budget, and none before it is."""
+    four = load("dots-and-boxes-4x4")
+    cfg = overridden(TINY, {"games": 2, "solve_from": exact_from(four), "search": {"simulations": 4}})
+    net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), four)
+    samples, _ = self_play(net, cfg, torch.Generator().manual_seed(SEED), four, solver=solver_for(four, cfg))
+    late = samples.ply >= cfg.solve_from
+    assert bool(late.any()) and torch.equal(samples.proven, late)
+    assert set(samples.value[late].tolist()) <= {-1.0, 0.0, 1.0}
+
+
 class Counted:
     """A solver whose position solves (`outcome`, `margin_value`) are counted; the rest passes through."""
 
@@ -817,7 +829,7 @@ def test_solver_policy_takes_each_rescored_value_from_its_moves(target: str) -> 
 
 
 def test_a_board_without_a_solver_refuses_rescoring() -> None:
-    big = load("dots_and_boxes", rows=4, cols=4)
+    big = load("dots_and_boxes", rows=4, cols=5)
     net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)
     with pytest.raises(ValueError, match="has no exact solver"):
         self_play(net, replace(TINY, solve_from=4), torch.Generator().manual_seed(SEED), big)
@@ -922,7 +934,7 @@ def test_training_adds_the_solver_positions_to_each_iterations_window(
 
 
 def test_a_board_without_a_solver_refuses_solver_positions() -> None:
-    big = load("dots_and_boxes", rows=4, cols=4)
+    big = load("dots_and_boxes", rows=4, cols=5)
     net = PolicyValueNet(NetConfig(blocks=0, channels=4, value_hidden=4), big)
     with pytest.raises(ValueError, match="has no exact solver"):
         train(net, replace(TINY, iterations=1, solver_positions=8), seed=1, game=big)

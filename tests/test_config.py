@@ -34,7 +34,7 @@ from c4core.config import (
     with_fields,
     with_training,
 )
-from c4core.games import load
+from c4core.games import exact_from, load
 
 SMOKE = profile("smoke", name="t")
 MIXED = profile(
@@ -172,7 +172,7 @@ def test_solver_positions_enter_the_hash_once_set_and_need_a_solver() -> None:
         != labelled.training_hash()
     )
     assert "512 solver-labelled random positions an iteration" in labelled.describe_training()
-    big = league_config("cpu", "d", game="dots-and-boxes-4x4")
+    big = league_config("cpu", "d", game="dots_and_boxes", rows=4, cols=5)
     with pytest.raises(ValueError, match="has no exact solver.*solver_positions must be 0"):
         replace(big, alphazero=replace(big.alphazero, solver_positions=512))
 
@@ -500,7 +500,7 @@ def test_a_league_asked_for_a_variant_plays_it_with_a_net_built_for_its_board() 
 def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_has() -> None:
     """Another game's league: its bots, a net for its observations and lines, its board fields
     alone (not `connect`), and the profile's solver settings only where its board has an exact
-    solver (3x3 boxes, not 4x4)."""
+    solver (3x3 and 4x4 boxes, not 4x5), no earlier than the ply that solver reaches cheaply."""
     dots = league_config("cpu", "d", game="dots-and-boxes-3x3")
     assert dots.bots == ("random", "greedy") and SMOKE.bots == ("random", "tactical")
     assert dots.net == PROFILES["cpu"].net and (dots.board.observation_shape, dots.board.num_actions) == (
@@ -513,7 +513,12 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
         cpu.solve_from,
         cpu.search.probe_from,
     )
-    big = league_config("cpu", "d", game="dots-and-boxes-4x4")
+    four = league_config("cpu", "d", game="dots-and-boxes-4x4").alphazero
+    assert four.solve_from == exact_from(load("dots-and-boxes-4x4")) > cpu.solve_from
+    assert four.search.probe_from == cpu.search.probe_from == 0  # off stays off
+    probed = league_config("cpu", "d", game="dots-and-boxes-4x4", recipe={"alphazero.search.probe_from": 3})
+    assert probed.alphazero.search.probe_from == 3  # a recipe, last, may ask for more
+    big = league_config("cpu", "d", game="dots_and_boxes", rows=4, cols=5)
     assert (big.alphazero.solve_from, big.alphazero.search.probe_from) == (0, 0)
     assert (
         not dots.enumerable and league_config("smoke", "d", game="dots_and_boxes", rows=2, cols=2).enumerable
@@ -632,7 +637,7 @@ def test_a_recipe_applies_last_and_keys_a_league_of_its_own() -> None:
     # over the options: the recipe's value wins
     assert league_config("cpu", "x", games=64, recipe={"alphazero.games": 32}).alphazero.games == 32
     # a board without an exact solver refuses the solver's fields, set or not by a recipe
-    four = {"game": "dots-and-boxes-4x4"}
-    assert league_config("cpu", "x", **four).alphazero.solve_from == 0
-    with pytest.raises(ValueError, match="Dots and Boxes on 4x4 boxes has no exact solver"):
-        league_config("cpu", "x", **four, recipe={"alphazero.search.probe_from": 12})
+    big = {"game": "dots_and_boxes", "rows": 4, "cols": 5}
+    assert league_config("cpu", "x", **big).alphazero.solve_from == 0
+    with pytest.raises(ValueError, match="Dots and Boxes on 4x5 boxes has no exact solver"):
+        league_config("cpu", "x", **big, recipe={"alphazero.search.probe_from": 12})

@@ -27,6 +27,7 @@ from c4core.games import (
     DotsAndBoxes,
     Game,
     State,
+    exact_from,
     exact_solver,
     has_margin,
     load,
@@ -34,6 +35,7 @@ from c4core.games import (
     returns_of,
     solvable,
 )
+from c4core.games.dots_and_boxes.rules import ENDGAME_LINES
 
 BOARDS: list[tuple[str, dict[str, int]]] = [
     ("connect4", {}),
@@ -359,7 +361,20 @@ def test_a_position_with_a_move_the_solver_does_not_settle_is_nan_on_its_legal_m
 
 
 def test_a_board_beyond_its_games_solver_says_so() -> None:
-    big = load("dots_and_boxes", rows=4, cols=4)
+    big = load("dots_and_boxes", rows=4, cols=5)
     assert not solvable(big) and solvable(load("dots_and_boxes", rows=3, cols=3))
-    with pytest.raises(ValueError, match="Dots and Boxes on 4x4 boxes has no exact solver"):
-        exact_solver(big)
+    for refused in (lambda: exact_solver(big), big.exact_solver):
+        with pytest.raises(ValueError, match="Dots and Boxes on 4x5 boxes has no exact solver"):
+            refused()
+
+
+def test_an_endgame_search_reaches_the_last_plies_and_a_table_every_ply() -> None:
+    """3x3's table settles every ply; 4x4's endgame search only its last `ENDGAME_LINES` lines,
+    within the budget it is given."""
+    table, four = load("dots-and-boxes-3x3"), load("dots-and-boxes-4x4")
+    assert (exact_from(table), exact_from(load("connect4")), exact_from(four)) == (0, 0, 40 - ENDGAME_LINES)
+    assert solvable(four) and type(exact_solver(four)).__name__ == "EndgameSolver"
+    solver = exact_solver(four, max_nodes=1_000)
+    assert solver.outcome(four.new_state()) is None  # 40 lines left: far past 1,000 nodes
+    late = four.state_from_moves(four.moves_string(range(40 - ENDGAME_LINES)))
+    assert exact_solver(four).outcome(late) in (-1, 0, 1)

@@ -455,7 +455,7 @@ def test_backup_flips_the_sign_where_the_mover_changes_not_every_ply() -> None:
 
 
 def test_search_refuses_probes_on_a_board_without_a_solver() -> None:
-    big = load("dots_and_boxes", rows=4, cols=4)  # beyond the solver's table
+    big = load("dots_and_boxes", rows=4, cols=5)  # beyond the endgame search's boards
     with pytest.raises(ValueError, match="does not have"):
         search_position(Oracle(exact=False), big.new_state(), SearchConfig(simulations=4, probe_from=2))
 

@@ -31,6 +31,7 @@ __all__ = [
     "State",
     "Suite",
     "Symmetry",
+    "exact_from",
     "exact_solver",
     "exact_value",
     "game_of",
@@ -92,6 +93,12 @@ def game_of(states: Any) -> Game:
 def solvable(game: Game) -> bool:
     """Whether `game` has an exact solver that reaches its board (`Game.exact_solver`)."""
     return bool(getattr(game, "solvable", False))
+
+
+def exact_from(game: Game) -> int:
+    """The first ply from which `game`'s exact solver settles positions cheaply (`Game.exact_from`;
+    0: every ply, as a table does)."""
+    return int(getattr(game, "exact_from", 0))
 
 
 def exact_solver(game: Game, max_nodes: int | None = None) -> ExactSolver:

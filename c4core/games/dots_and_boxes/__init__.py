@@ -17,12 +17,20 @@ from typing import TYPE_CHECKING
 from c4core.figures import quoted
 from c4core.games.base import Symmetry
 from c4core.games.dots_and_boxes.bots import MCTS
-from c4core.games.dots_and_boxes.rules import MAX_LINES, NUM_PLANES, Boxes, DotsState
+from c4core.games.dots_and_boxes.rules import (
+    ENDGAME_LINES,
+    MAX_LINES,
+    NUM_PLANES,
+    SEARCHED_LINES,
+    Boxes,
+    DotsState,
+)
 
 if TYPE_CHECKING:
     import torch
 
     from c4core.games.dots_and_boxes.batch import DotsBoards
+    from c4core.games.dots_and_boxes.endgame import EndgameSolver
     from c4core.games.dots_and_boxes.solver import DotsSolver
     from c4core.games.dots_and_boxes.suite import SeededSuite
     from c4core.games.players import Player
@@ -132,12 +140,27 @@ class DotsAndBoxes:
 
     @property
     def solvable(self) -> bool:
-        """Whether the exact solver's table reaches this board: at most `MAX_LINES` lines (3x3)."""
-        return self.boxes.lines <= MAX_LINES
+        """Whether the board has an exact solver: the table on at most `MAX_LINES` lines (3x3),
+        the endgame search on at most `SEARCHED_LINES` (4x4)."""
+        return self.boxes.lines <= SEARCHED_LINES
 
-    def exact_solver(self, max_nodes: int | None = None) -> DotsSolver:
+    @property
+    def exact_from(self) -> int:
+        """The first ply from which the exact solver settles positions cheaply (`Game.exact_from`):
+        every ply with the table, and the last `ENDGAME_LINES` lines with the endgame search."""
+        return 0 if self.boxes.lines <= MAX_LINES else self.boxes.lines - ENDGAME_LINES
+
+    def exact_solver(self, max_nodes: int | None = None) -> DotsSolver | EndgameSolver:
         """The retrograde table of every set of drawn lines (`solver.DotsSolver`, built once a
-        board and process); it looks values up, so `max_nodes` never binds."""
+        board and process), which looks values up, so `max_nodes` never binds; past the table's
+        lines, the endgame search (`endgame.EndgameSolver`), `max_nodes` a position (None: its
+        own budget); `ValueError` on a board with neither (`solvable`)."""
+        if not self.solvable:
+            raise ValueError(f"{self.title} has no exact solver")
+        if self.boxes.lines > MAX_LINES:
+            from c4core.games.dots_and_boxes.endgame import EndgameSolver
+
+            return EndgameSolver(self.boxes, max_nodes=max_nodes)
         from c4core.games.dots_and_boxes.solver import DotsSolver
 
         return DotsSolver(self.boxes)

@@ -34,6 +34,15 @@ from c4core.figures import quoted
 MAX_LINES = 24
 """The most lines the exact solver's table is built for (`solver`): 2^24 line sets, one byte
 each (3x3 boxes)."""
+SEARCHED_LINES = 40
+"""The most lines of a board whose exact solver is the endgame search (`endgame`), past the
+table's `MAX_LINES`: 4x4 boxes, the largest board the search's cost is measured on
+(docs/BENCHMARKS.md). The search is exact on larger boards too; the game offers it there once
+its cost is measured."""
+ENDGAME_LINES = 20
+"""Lines left from which the endgame search settles a position cheaply: every such position of
+the measured games within a rescoring's node budget, in a fraction of a millisecond
+(docs/BENCHMARKS.md), so its board's `DotsAndBoxes.exact_from` is the ply that leaves them."""
 DRAWN_LINE = -(1 << 20)
 """The value the solvers give a line already drawn, in a row of every line's value."""
 NUM_PLANES = 11

@@ -27,8 +27,7 @@ import torch
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.endgame import EndgameSolver
 from c4core.games.dots_and_boxes.probes import TAGS, Probe, make_probes, mixed_move
-from c4core.games.dots_and_boxes.rules import DRAWN_LINE, MAX_LINES, DotsState
-from c4core.games.dots_and_boxes.solver import DotsSolver
+from c4core.games.dots_and_boxes.rules import DRAWN_LINE, DotsState
 from c4core.games.players import Player
 
 if TYPE_CHECKING:
@@ -61,12 +60,6 @@ class DotsItem:
         return bool(np.sign(lead + self.values[action]) == np.sign(lead + self.best))
 
 
-def labeller(game: DotsAndBoxes) -> DotsSolver | EndgameSolver:
-    """The solver that labels `game`'s positions: the table where it fits, else the search."""
-    return DotsSolver(game.boxes) if game.boxes.lines <= MAX_LINES else EndgameSolver(game.boxes)
-
-
-@lru_cache(maxsize=2)
 def make_suite(game: DotsAndBoxes, positions: int = 1200, seed: int = 0) -> tuple[DotsItem, ...]:
     """`positions` positions of `game` whose choice of line matters, an equal share at each
     count of drawn lines in `DRAWN` (the remainder to the fewest), labelled by the solver; fewer
@@ -75,7 +68,7 @@ def make_suite(game: DotsAndBoxes, positions: int = 1200, seed: int = 0) -> tupl
     if (boxes.rows, boxes.cols) not in DRAWN:
         boards = ", ".join(f"{r}x{c}" for r, c in DRAWN)
         raise ValueError(f"no suite for {game.title}: suites are made on {boards} boxes")
-    solver = labeller(game)
+    solver = game.exact_solver()  # the table where it fits, else the endgame search
     searched = isinstance(solver, EndgameSolver)
     lo, hi = DRAWN[(boxes.rows, boxes.cols)]
     depths = list(range(lo, hi + 1))
@@ -113,7 +106,7 @@ def make_probe_suite(game: DotsAndBoxes, seed: int = 0) -> tuple[Probe, ...]:
     if (boxes.rows, boxes.cols) not in PROBES:
         return ()
     drawn, games = PROBES[(boxes.rows, boxes.cols)]
-    return make_probes(game, labeller(game).action_values, PROBES_PER_TAG, seed, drawn, games)
+    return make_probes(game, game.exact_solver().action_values, PROBES_PER_TAG, seed, drawn, games)
 
 
 @dataclass(frozen=True)
