@@ -257,6 +257,7 @@ def test_a_dots_and_boxes_snapshot_probes_its_games_solver(dots_model: SnapshotM
         state = DOTS.state_from_moves(rec)
         values = solver.action_values(np.array([state.lines]))[0]
         assert values[out["action"]] == values.max() == solver.value(state)
+    assert probe_of({"probe_from": 3}, 8, load("dots-and-boxes-4x4")) == 3  # the endgame search's board
     with pytest.raises(BadInput, match="Dots and Boxes on 4x5 boxes has none"):
         probe_of({"probe_from": 3}, 8, load("dots_and_boxes", rows=4, cols=5))
 
