@@ -26,6 +26,7 @@ def suite() -> list:
 
 def test_the_suite_is_made_the_same_from_a_seed_and_spread_over_the_depths(suite: list) -> None:
     assert [it.state for it in make_suite(THREE, positions=200, seed=1)] == [it.state for it in suite]
+    assert make_suite(THREE, positions=200, seed=1) is suite  # labelled once a process, then reused
     depths = Counter(bin(it.state.lines).count("1") for it in suite)
     lo, hi = DRAWN[(3, 3)]
     assert set(depths) == set(range(lo, hi + 1)) and max(depths.values()) - min(depths.values()) <= 1

@@ -60,6 +60,7 @@ class DotsItem:
         return bool(np.sign(lead + self.values[action]) == np.sign(lead + self.best))
 
 
+@lru_cache(maxsize=2)
 def make_suite(game: DotsAndBoxes, positions: int = 1200, seed: int = 0) -> tuple[DotsItem, ...]:
     """`positions` positions of `game` whose choice of line matters, an equal share at each
     count of drawn lines in `DRAWN` (the remainder to the fewest), labelled by the solver; fewer
