@@ -517,7 +517,7 @@ def test_a_dots_and_boxes_league_has_its_own_bots_net_and_the_solver_its_board_h
     assert four.solve_from == exact_from(load("dots-and-boxes-4x4")) > cpu.solve_from
     assert four.search.probe_from == cpu.search.probe_from == 0  # off stays off
     probed = league_config("cpu", "d", game="dots-and-boxes-4x4", recipe={"alphazero.search.probe_from": 3})
-    assert probed.alphazero.search.probe_from == 3  # a recipe, last, may ask for more
+    assert probed.alphazero.search.probe_from == 3  # a recipe, applied last, may ask for an earlier ply
     big = league_config("cpu", "d", game="dots_and_boxes", rows=4, cols=5)
     assert (big.alphazero.solve_from, big.alphazero.search.probe_from) == (0, 0)
     assert (

@@ -35,6 +35,7 @@ from c4core.games import (
     returns_of,
     solvable,
 )
+from c4core.games.dots_and_boxes.endgame import EndgameSolver
 from c4core.games.dots_and_boxes.rules import ENDGAME_LINES
 
 BOARDS: list[tuple[str, dict[str, int]]] = [
@@ -373,7 +374,7 @@ def test_an_endgame_search_reaches_the_last_plies_and_a_table_every_ply() -> Non
     within the budget it is given."""
     table, four = load("dots-and-boxes-3x3"), load("dots-and-boxes-4x4")
     assert (exact_from(table), exact_from(load("connect4")), exact_from(four)) == (0, 0, 40 - ENDGAME_LINES)
-    assert solvable(four) and type(exact_solver(four)).__name__ == "EndgameSolver"
+    assert solvable(four) and isinstance(exact_solver(four), EndgameSolver)
     solver = exact_solver(four, max_nodes=1_000)
     assert solver.outcome(four.new_state()) is None  # 40 lines left: far past 1,000 nodes
     late = four.state_from_moves(four.moves_string(range(40 - ENDGAME_LINES)))
