@@ -40,9 +40,9 @@ table's `MAX_LINES`: 4x4 boxes, the largest board the search's cost is measured 
 (docs/BENCHMARKS.md). The search is exact on larger boards too; the game offers it there once
 its cost is measured."""
 ENDGAME_LINES = 20
-"""Lines left from which the endgame search settles a position cheaply: every such position of
-the measured games within a rescoring's node budget, in a fraction of a millisecond
-(docs/BENCHMARKS.md), so its board's `DotsAndBoxes.exact_from` is the ply that leaves them."""
+"""Lines left from which the endgame search settles a position cheaply, within a rescoring's
+node budget (docs/BENCHMARKS.md has the cost by lines left), so its board's
+`DotsAndBoxes.exact_from` is the ply that leaves them."""
 DRAWN_LINE = -(1 << 20)
 """The value the solvers give a line already drawn, in a row of every line's value."""
 NUM_PLANES = 11
