@@ -1,9 +1,10 @@
 """The images, run for real with podman: the stand-in base, the trainer pod the DAG renders, played
 by ``podman kube play``, and the MLflow image as the league's tracking server.
 
-The images come from ``docker/build-local.sh`` (CI builds them before the tests; a test never
-builds, since a build takes minutes). Without podman, or without the images, the tests skip,
-unless C4_REQUIRE_PODMAN is set (CI sets it), in which case they fail.
+The images come from ``docker/build-local.sh`` (a test never builds, since a build takes
+minutes). CI builds them beside the tests: C4_IMAGES_BUILT names the file the build leaves with
+its exit status, and these tests wait for it. Without podman, or without the images, the tests
+skip, unless C4_REQUIRE_PODMAN is set (CI sets it), in which case they fail.
 
 Everything stays on loopback: pods use the host's network (``hostNetwork: true``, ``--network
 host``) and every server, in a container or not, binds 127.0.0.1. Podman's bridge network uses
@@ -36,6 +37,11 @@ REPO = Path(__file__).resolve().parents[1]
 TRAINER_IMAGE = "connect4-trainer:0.1.0"
 MLFLOW_IMAGE = "connect4-mlflow:0.1.0"
 PYTHON_BASE = "python:3.11-slim-bookworm"
+IMAGES_BUILT = os.environ.get("C4_IMAGES_BUILT", "")
+"""The file `.ci/run`'s image build, which runs beside the tests, leaves when it ends: its exit
+status. Empty: the images are built already (or missing, which `require` reports)."""
+BUILD_WAIT = 1800
+"""Seconds the first pod test waits for that build."""
 SMOKE = {"league": "pod", "profile": "smoke", "generations": 1}
 RUN_ID = "manual__podman"  # the Airflow run id the pod's tags name
 
@@ -72,6 +78,25 @@ def require(*images: str) -> None:
     for image in images:
         if podman("image", "exists", image, check=False).returncode != 0:
             unavailable(f"no image {image} here", "run docker/build-local.sh")
+
+
+if IMAGES_BUILT:  # the module's first test waits for the build, past pytest-timeout's 600 s
+    pytestmark = pytest.mark.timeout(BUILD_WAIT + 600)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _images_built() -> None:
+    """Wait for the image build that runs beside the tests (`IMAGES_BUILT`), and fail if it did."""
+    if not IMAGES_BUILT:
+        return
+    status, deadline = Path(IMAGES_BUILT), time.monotonic() + BUILD_WAIT
+    while not status.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {status} after {BUILD_WAIT} s: the image build (build-local.sh) still runs")
+        time.sleep(5)
+    code = status.read_text().strip()
+    if code != "0":
+        pytest.fail(f"the image build (docker/build-local.sh) exited with {code}: its log follows the tests")
 
 
 # the digest of a c4core tree's Python files, run here and inside the trainer image
