@@ -412,8 +412,10 @@ class AlphaZeroConfig:
     """Positions the game's exact solver labels (`c4core.learners.alphazero.solver_samples`) that
     each iteration adds to the replay window beside its self-play decisions; 0 none. Each comes
     after a uniformly random count of uniformly random moves, as the solver-labelled suites are
-    drawn, so the net also learns exact values and best moves where self-play seldom goes (the
-    openings its own games leave, the lines strong play never draws); its targets are the
+    drawn, though never before the ply from which the solver settles positions cheaply
+    (`c4core.games.exact_from`: 4x4's endgame search reaches only the last lines), so the net
+    also learns exact values and best moves where self-play seldom goes (the openings its own
+    games leave, the lines strong play never draws); its targets are the
     mover's exact value and a uniform policy over the moves of best exact value. Positions of
     the suite the league scores its snapshots on, and their images under the game's symmetries,
     are never among them (`Suite.holds`), and nor are those the solver does not settle within

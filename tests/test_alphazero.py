@@ -909,6 +909,20 @@ def test_solver_samples_leave_out_held_positions_and_those_the_solver_does_not_s
     assert held_obs and not held_obs & {bytes(o.numpy()) for o in kept.observation}
 
 
+def test_4x4_solver_samples_open_no_earlier_than_the_endgame_search_reaches() -> None:
+    """On 4x4, whose solver is the endgame search, the random openings are drawn from the ply it
+    reaches (`exact_from`), not from the empty board, and what they reach is labelled."""
+    four = load("dots-and-boxes-4x4")
+    drawn = Drawn()
+    samples = solver_samples(
+        four, solver_for(four, TINY), 6, torch.Generator().manual_seed(SEED), held_out=drawn
+    )
+    plies = [drawn.boards.state(i).ply for i in range(len(drawn.boards))]
+    assert min(plies) >= exact_from(four) > 0 and len(set(plies)) > 1
+    assert len(samples) > 0 and bool(samples.proven.all())
+    assert samples.policy.sum(1).tolist() == pytest.approx([1.0] * len(samples))
+
+
 def test_training_adds_the_solver_positions_to_each_iterations_window(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -83,6 +83,7 @@ from c4core.games import (
     Game,
     State,
     Symmetry,
+    exact_from,
     exact_solver,
     exact_value,
     move_values,
@@ -263,13 +264,15 @@ def solver_samples(
     held_out: Callable[[BatchState], torch.Tensor] | None = None,
 ) -> Samples:
     """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): `n`
-    games opened by a uniformly random count (0 to the longest game less one) of uniformly random
-    moves, less those that ended, those `held_out` marks [n] and those with a move the solver
-    does not settle. Each one's value target is its mover's exact value (a margin value with
+    games opened by a uniformly random count of uniformly random moves, from the first ply the
+    solver settles cheaply (`c4core.games.exact_from`, 0 but for an endgame search) to the
+    longest game less one, less those that ended, those `held_out` marks [n] and those with a
+    move the solver does not settle. Each one's value target is its mover's exact value (a margin value with
     `margin`), the best of its moves' (`c4core.games.move_values`), and its policy target uniform
     over the moves of that value; all proven, none with a reply target."""
     boards = game.new_batch(n)
-    plies = play_opening(boards, torch.randint(0, game.max_game_length, (n,), generator=generator), generator)
+    counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
+    plies = play_opening(boards, counts, generator)
     keep = ~boards.done.cpu()
     if held_out is not None:
         keep &= ~held_out(boards).cpu()
