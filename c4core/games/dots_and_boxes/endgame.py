@@ -136,8 +136,9 @@ def _negamax(
 
 
 class EndgameSolver:
-    """Exact values of Dots and Boxes positions with few lines left, on any board of at most 60
-    lines, by alpha-beta (module docstring). The same methods as the table's `DotsSolver`."""
+    """Exact values of Dots and Boxes positions with few lines left, on any board (`Boxes` holds
+    at most 63 lines, one int64), by alpha-beta (module docstring). The same methods as the
+    table's `DotsSolver`."""
 
     def __init__(self, boxes: Boxes, table_bits: int = TABLE_BITS, max_nodes: int | None = None):
         self.boxes = boxes

@@ -9,11 +9,11 @@ vertical lines row by row. On 2 x 2 boxes (rows=2, cols=2)::
       9  10  11         box (r, c) is closed by h(r, c), h(r + 1, c), v(r, c) and v(r, c + 1):
       +-4-+-5-+         box (0, 0) by lines 0, 2, 6 and 7
 
-A position is the set of drawn lines as one int (bit i: line i drawn; 60 lines or fewer fit one
-int64), the boxes each player owns (bit b: box ``r * cols + c``) and the player to move. A
-player who draws a box's fourth side owns that box and **moves again**; otherwise the turn
-passes. The game ends when every line is drawn; the player owning more boxes wins (+1), equal
-counts draw. The box margin is there too (`DotsState.margin`, and `DotsState.margin_returns`
+A position is the set of drawn lines as one int (bit i: line i drawn; a board of at most 63
+lines fits one int64), the boxes each player owns (bit b: box ``r * cols + c``) and the player
+to move. A player who draws a box's fourth side owns that box and **moves again**; otherwise the
+turn passes. The game ends when every line is drawn; the player owning more boxes wins (+1),
+equal counts draw. The box margin is there too (`DotsState.margin`, and `DotsState.margin_returns`
 over the board's boxes), as a training target and for suites that ask whether a move keeps the
 exact value.
 
