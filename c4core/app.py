@@ -8,13 +8,16 @@ resources) and a small JSON API::
                            suite_keeps_result, suite_counted and nash_conv (null when not
                            measured),
                            promoted_at, source, kind ("net" or "table") and game (its name,
-                           variant, title and parameters: the board the page draws)
+                           variant, title and parameters: the board the page draws; and
+                           endgames_from, the `probe_from` of the page's exact-endgames
+                           strength, null for a game without an exact solver)
     POST /api/move         {"moves": "4453"} (the game's notation: `Game.state_from_moves`) or,
                            for Connect Four, {"board": [[...rows of columns...]]}, optional
                            {"simulations": N} (0 = the raw network, up to
                            `c4core.serving.MAX_SIMULATIONS`; a table is never searched)
-                           and {"probe_from": P} (search leaves of P+ stones go to the exact
-                           solver; 0 = never, the default)
+                           and {"probe_from": P} (search leaves of P+ moves, Connect Four's
+                           stones or Dots and Boxes' lines, go to the exact solver; 0 = never,
+                           the default)
                            -> {"action": its number, "move": in the game's notation, "column":
                                the action again (Connect Four's), "probs": [one per action],
                                "value": -1..1 for the champion,
@@ -65,7 +68,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from c4core.games import ConnectFour, Game, State, game_of, load
+from c4core.games import ConnectFour, Game, State, exact_from, game_of, load, solvable
 from c4core.serving import MAX_SIMULATIONS, BadInput, ProbingSolver, parse_record, probe_of
 from c4core.tracking.scores import NASH_CONV
 from c4core.tracking.store import MODEL_NAME, Tracking
@@ -162,6 +165,22 @@ def _info(version: Any, uri: str, source: str) -> ChampionInfo:
     )
 
 
+ENDGAME_STONES = 16
+"""On the standard Connect Four board the exact-endgames strength probes the solver at search
+leaves of this many stones or more: the openings stay the search's, where a solve can take
+seconds to minutes."""
+
+
+def endgames_from(game: Game) -> int | None:
+    """The `probe_from` of the page's exact-endgames strength ("Search 256, exact endgames") for
+    `game`: `ENDGAME_STONES` on the standard Connect Four board; on another board with an exact
+    solver, the first ply from which it settles positions cheaply (`c4core.games.exact_from`, 20
+    lines on 4x4 boxes), and at least 1, since 0 turns probing off; None without a solver."""
+    if not solvable(game):
+        return None
+    return ENDGAME_STONES if game == ConnectFour() else max(exact_from(game), 1)
+
+
 @dataclass(frozen=True)
 class Champion:
     """A loaded champion: its info, its game, and its network or table (None when a model server
@@ -176,7 +195,8 @@ class Champion:
     def to_json(self) -> dict[str, Any]:
         """What the page is told: the info, what kind of model plays, and the game it draws."""
         game = {"name": self.game.name, "variant": self.game.variant, "title": self.game.title}
-        return self.info.to_json() | {"kind": self.kind, "game": game | {"params": dict(self.game.params)}}
+        game |= {"params": dict(self.game.params), "endgames_from": endgames_from(self.game)}
+        return self.info.to_json() | {"kind": self.kind, "game": game}
 
 
 class ChampionSource:

@@ -36,6 +36,7 @@ from c4core.app import (
     bad_request_detail,
     create_app,
     default_opponent,
+    endgames_from,
     parse_move_request,
 )
 from c4core.cli import build_parser, cmd_play
@@ -184,6 +185,7 @@ def test_the_champion_is_named_with_generation_elo_and_promotion_time(client: Te
         "variant": "connect4",
         "title": "Connect Four",
         "params": {"rows": 6, "cols": 7, "connect": 4},
+        "endgames_from": 16,
     }
     assert 0 < info["refresh_s"] <= 60
     assert client.get("/api/health").json()["champion"] == "connect4/1"
@@ -265,6 +267,19 @@ def test_the_exact_endgame_setting_probes_the_solver(client: TestClient) -> None
     status, out = move(client, {"moves": only_defence, "simulations": 64, "probe_from": 20})
     assert status == 200, out
     assert out["column"] == 5 and out["value"] == 1.0 and out["probe_from"] == 20
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [("connect4", 16), ("connect3-4x4", 1), ("dots-and-boxes-3x3", 1), ("dots-and-boxes-4x4", 20)],
+)
+def test_the_exact_endgames_strength_probes_from_where_the_solver_is_cheap(
+    variant: str, expected: int
+) -> None:
+    """Connect Four's standard board from 16 stones; a table, or a small board's solver, from
+    the first move; 4x4 boxes from the ply the endgame search reaches; no solver, no setting."""
+    assert endgames_from(load(variant)) == expected
+    assert endgames_from(load("dots_and_boxes", rows=4, cols=5)) is None
 
 
 def test_an_empty_board_is_a_valid_request(client: TestClient) -> None:
@@ -352,6 +367,7 @@ def test_a_connect3_champion_plays_on_its_own_board_as_a_table_or_a_network(
             "variant": "connect3-4x4",
             "title": "Connect-3 on 4x4",
             "params": {"rows": 4, "cols": 4, "connect": 3},
+            "endgames_from": 1,  # a small board's solver is cheap from the first stone
         }
         (version,) = tracking.client().search_model_versions("name = 'connect3-4x4'")
         assert info["nash_conv"] == float(version.tags["nash_conv"]) and 0 <= info["nash_conv"] <= 2
@@ -387,6 +403,7 @@ def test_a_dots_and_boxes_champion_answers_lines_in_its_notation(blank_db: Path,
         info = c.get("/api/champion").json()
         assert info["kind"] == "net" and info["game"]["name"] == "dots_and_boxes"
         assert info["game"]["params"] == {"rows": 2, "cols": 2}
+        assert info["game"]["endgames_from"] == 1  # the table settles every position
         game = load("dots_and_boxes", rows=2, cols=2)
         for moves in ("", "h0,0 v0,0", "h0,0 h1,0 v0,0 v0,1"):  # the last: the second player took a box
             status, out = move(c, {"moves": moves})

@@ -45,7 +45,7 @@ require_chromium()
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 STRENGTH_TAGS = {"win_vs_tactical": "0.9550", "suite_keeps_result": "0.8770", "suite_counted": "120"}
 """The measured strength the site's champion carries, as a league's tags would say it."""
@@ -417,8 +417,6 @@ def test_a_full_column_says_so_by_click_and_by_key_and_plays_nothing(site: str, 
 
 
 def test_search_strength_answers_too(site: str, browser) -> None:
-    from selenium.webdriver.support.ui import Select
-
     browser.get(site)
     wait_settled(browser)
     Select(browser.find_element(By.ID, "strength")).select_by_value("64")
@@ -661,7 +659,17 @@ def test_a_dots_and_boxes_champion_plays_whole_games_by_clicking_lines(dots_site
     assert not browser.find_element(By.ID, "keys-help").is_displayed()
     found = browser.find_elements(By.CSS_SELECTOR, "#strength option")
     options = {o.get_attribute("value"): o.is_enabled() for o in found}
-    assert options["64"] and not options["256+16"]  # searched, but no Connect Four solver
+    # exact endgames probe the table from the first line (the server's `endgames_from`)
+    assert options["64"] and options["256+1"] and "256+16" not in options
+    strength = Select(browser.find_element(By.ID, "strength"))
+    strength.select_by_value("256+1")
+    new_game(browser, "champion")
+    wait_settled(browser)
+    assert (
+        "after 256 simulations, endgames from 1 line solved exactly"
+        in browser.find_element(By.ID, "gauge-text").text
+    )
+    strength.select_by_value("0")
     for human, first in ((1, "you"), (2, "champion")):
         new_game(browser, first)
         final = play_dots_game(browser, human, seed=human)

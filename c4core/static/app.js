@@ -344,7 +344,8 @@ function renderAnswer() {
   } else {
     const signed = (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
     const who = v > 0.25 ? "thinks it is winning" : v < -0.25 ? "thinks you are winning" : "sees a balanced game";
-    const exact = a.probe_from ? `, endgames from ${a.probe_from} stones solved exactly` : "";
+    const unit = DOTS ? (a.probe_from === 1 ? "line" : "lines") : "stones";
+    const exact = a.probe_from ? `, endgames from ${a.probe_from} ${unit} solved exactly` : "";
     const how = a.simulations ? `after ${a.simulations} simulations${exact}` : "network only";
     text.textContent = `The champion ${who} (value ${signed}, ${how}).`;
   }
@@ -476,7 +477,7 @@ function championIfToMove() {
 async function askChampion() {
   const token = state.token;
   const moves = DOTS ? dotsMoves() : state.moves;
-  // "256+16": 256 simulations, search leaves of 16+ stones settled by the exact solver
+  // "256+16": 256 simulations, search leaves of 16+ moves settled by the exact solver
   const [simulations, probe_from = 0] = $("strength").value.split("+").map(Number);
   state.thinking = true;
   state.error = null;
@@ -578,15 +579,19 @@ function undo() {
 // the board and the strength menu follow the champion: its game's board, and no search for a
 // table (which answers from its entries); a new board starts a new game
 function setGame(info) {
-  const game = info.game || { name: "connect4", title: "Connect Four", params: { rows: 6, cols: 7, connect: 4 } };
+  const game = info.game || {
+    name: "connect4", title: "Connect Four", params: { rows: 6, cols: 7, connect: 4 }, endgames_from: 16,
+  };
   const dots = game.name === "dots_and_boxes" ? { rows: game.params.rows, cols: game.params.cols } : null;
   const drawable = game.name === "connect4" || !!dots;
   const unplayable = drawable ? null : game.title;
   const { rows, cols, connect } = game.name === "connect4" ? game.params : { rows: ROWS, cols: COLS, connect: CONNECT };
   const table = info.kind === "table";
-  // a table answers from its entries; exact endgames ("+") are Connect Four's solver's
+  // a table answers from its entries; exact endgames ("+") probe the game's solver from the move
+  // count the server names (`endgames_from`), and need one
   for (const option of $("strength").options) {
-    option.disabled = (table && option.value !== "0") || (game.name !== "connect4" && option.value.includes("+"));
+    if (option.value.includes("+") && game.endgames_from) option.value = `256+${game.endgames_from}`;
+    option.disabled = (table && option.value !== "0") || (option.value.includes("+") && !game.endgames_from);
   }
   if (table) $("strength").value = "0";
   $("strength").options[0].textContent = table ? "Table (instant)" : "Network (instant)";
