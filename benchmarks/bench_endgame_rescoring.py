@@ -10,8 +10,14 @@ at most L lines left, twice: the second batch of games meets the table the first
 league's next iteration would. It prints, per L, the decisions, the share settled within the
 node budget, and the seconds of each batch.
 
+With `--policy` it also prices `AlphaZeroConfig.solver_policy` on the same games, with another
+fresh solver: every move of each of those decisions is solved (`c4core.games.move_values`, as
+self-play asks it, a ply's decisions at a time from the earliest), and a decision counts as
+settled when all its moves are. The endgame search has no batched `move_values`, so each move is
+one solve.
+
 Usage: python benchmarks/bench_endgame_rescoring.py [--games 256] [--left 12,16,20,22,24,26,28]
-       [--max-nodes 200000] [--seed 0]
+       [--max-nodes 200000] [--seed 0] [--policy]
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import time
 import numpy as np
 
 from c4core.config import AlphaZeroConfig
-from c4core.games import load
+from c4core.games import load, move_values
 from c4core.games.dots_and_boxes.endgame import EndgameSolver, PastBudget
 from c4core.games.dots_and_boxes.probes import mixed_move
 from c4core.games.dots_and_boxes.rules import DotsState
@@ -58,6 +64,27 @@ def rescore(
     return len(late), settled, time.perf_counter() - start
 
 
+def rescore_moves(
+    solver: EndgameSolver, games: list[list[DotsState]], left: int, max_nodes: int
+) -> tuple[int, int, float]:
+    """As `rescore`, for `solver_policy`: every move of each decision with at most `left` lines
+    left, a ply at a time from the earliest (as self-play meets them); settled when all are."""
+    game = load("dots-and-boxes-4x4")
+    lines = solver.boxes.lines
+    by_ply: dict[int, list[DotsState]] = {}
+    for decisions in games:
+        for s in decisions:
+            if lines - s.ply <= left:
+                by_ply.setdefault(s.ply, []).append(s)
+    n = settled = 0
+    start = time.perf_counter()
+    for ply in sorted(by_ply):
+        values = move_values(solver, game.batch_of(by_ply[ply]), max_nodes=max_nodes)
+        n += len(values)
+        settled += int((~values.isnan().any(1)).sum())
+    return n, settled, time.perf_counter() - start
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--games", type=int, default=256, help="games of each batch")
@@ -66,20 +93,28 @@ def main() -> None:
         "--max-nodes", type=int, default=AlphaZeroConfig.solve_nodes, help="node budget a position"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", action="store_true", help="also solve every move (solver_policy)")
     args = p.parse_args()
     rng = np.random.default_rng(args.seed)
     batches = play(args.games, rng), play(args.games, rng)
     boxes = load("dots-and-boxes-4x4").boxes
-    EndgameSolver(boxes, table_bits=10).value_of(boxes.all_lines)  # compile before timing
+    warm = EndgameSolver(boxes, table_bits=10)  # compile, and make the first batch, before timing
+    warm.value_of(boxes.all_lines)
+    rescore_moves(warm, batches[0][:1], 4, args.max_nodes)
     print(f"{args.games} games a batch of the mixed policy, node budget {args.max_nodes:,} a position")
-    print("lines_left  decisions  settled  batch1_s  batch2_s  ms_per_decision")
+    print("lines_left  solves  decisions  settled  batch1_s  batch2_s  ms_per_decision")
+    kinds = {"values": rescore} | ({"moves": rescore_moves} if args.policy else {})
     for left in (int(x) for x in args.left.split(",")):
-        solver = EndgameSolver(boxes)
-        results = [rescore(solver, games, left, args.max_nodes) for games in batches]
-        n = sum(r[0] for r in results)
-        share = sum(r[1] for r in results) / max(n, 1)
-        ms = 1e3 * sum(r[2] for r in results) / max(n, 1)
-        print(f"{left:10d}  {n:9d}  {share:7.3f}  {results[0][2]:8.2f}  {results[1][2]:8.2f}  {ms:15.3f}")
+        for kind, solve in kinds.items():
+            solver = EndgameSolver(boxes)
+            results = [solve(solver, games, left, args.max_nodes) for games in batches]
+            n = sum(r[0] for r in results)
+            share = sum(r[1] for r in results) / max(n, 1)
+            ms = 1e3 * sum(r[2] for r in results) / max(n, 1)
+            print(
+                f"{left:10d}  {kind:>6}  {n:9d}  {share:7.3f}  {results[0][2]:8.2f}  {results[1][2]:8.2f}"
+                f"  {ms:15.3f}"
+            )
 
 
 if __name__ == "__main__":
