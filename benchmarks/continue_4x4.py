@@ -1,0 +1,66 @@
+"""Continue a 4x4 Dots and Boxes snapshot with the AlphaZero-style learner, and score it (#27).
+
+Loads a snapshot's weights (a registered version's ``weights.pt``), trains it for `--iterations`
+iterations of the `cpu` profile's 4x4 AlphaZero-style config on one rank (its games and fit per
+iteration, `solve_from` at the game's `exact_from`), with a JSON of `AlphaZeroConfig` overrides
+applied last, and prints, before and after, the raw network's scores on the 4x4 suite (the
+endgame probes' keeps-value and keeps-outcome, and each strategy probe). The suite is held out
+of any solver-labelled positions. Run the variants side by side, one torch thread each, from the
+same snapshot and seed, so that only the overrides differ:
+
+    python benchmarks/continue_4x4.py WEIGHTS '{}' --iterations 8 &
+    python benchmarks/continue_4x4.py WEIGHTS '{"solver_policy": true}' --iterations 8 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+import torch
+
+from c4core.config import league_config, overridden
+from c4core.games import load
+from c4core.learners.alphazero import train
+from c4core.learners.net import Checkpoint, NetPlayer
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("weights", help="a 4x4 snapshot's weights.pt")
+    p.add_argument("overrides", nargs="?", default="{}", help="JSON of AlphaZeroConfig overrides")
+    p.add_argument("--iterations", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    game = load("dots-and-boxes-4x4")
+    base = league_config("cpu", "continue", game="dots_and_boxes", rows=4, cols=4).alphazero
+    config = overridden(replace(base, ranks=1, iterations=args.iterations), json.loads(args.overrides))
+    net = Checkpoint.load(args.weights).build()
+    suite = game.suite()
+
+    def report(what: str, seconds: float) -> None:
+        scores = suite.score(NetPlayer(net, "net"))
+        print(
+            json.dumps(
+                {"at": what, "seconds": round(seconds, 1), **{k: round(v, 4) for k, v in scores.items()}}
+            )
+        )
+
+    report("start", 0.0)
+    start = time.perf_counter()
+
+    def each(i: int, metrics: dict[str, float]) -> None:
+        keys = ("charts/seconds", "charts/solve_seconds", "selfplay/solved")
+        print(
+            json.dumps({"iteration": i} | {k: round(metrics[k], 3) for k in keys if k in metrics}), flush=True
+        )
+
+    train(net, config, args.seed, game, on_iteration=each, held_out=suite.holds)
+    report(f"after {args.iterations} iterations", time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
