@@ -22,7 +22,6 @@ from dataclasses import replace
 import torch
 
 from c4core.config import league_config, overridden
-from c4core.games import load
 from c4core.learners.alphazero import train
 from c4core.learners.net import Checkpoint, NetPlayer
 
@@ -35,10 +34,15 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     torch.set_num_threads(1)
-    game = load("dots-and-boxes-4x4")
-    base = league_config("cpu", "continue", game="dots_and_boxes", rows=4, cols=4).alphazero
-    config = overridden(replace(base, ranks=1, iterations=args.iterations), json.loads(args.overrides))
-    net = Checkpoint.load(args.weights).build()
+    league = league_config("cpu", "continue", game="dots-and-boxes-4x4")
+    game = league.board
+    config = overridden(
+        replace(league.alphazero, ranks=1, iterations=args.iterations), json.loads(args.overrides)
+    )
+    snapshot = Checkpoint.load(args.weights)
+    if snapshot.game != game:
+        raise SystemExit(f"{args.weights} plays {snapshot.game.title}, not {game.title}")
+    net = snapshot.build()
     suite = game.suite()
 
     def report(what: str, seconds: float) -> None:
