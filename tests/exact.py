@@ -1,5 +1,6 @@
 """Oracles that tests check our games, search and learners against: exhaustive minimax over the
-game interface, for boards small enough to enumerate, and a peer's rules (OpenSpiel's)."""
+game interface, for boards small enough to enumerate, a peer's rules (OpenSpiel's), and an exact
+solver asked one move at a time."""
 
 from __future__ import annotations
 
@@ -84,3 +85,18 @@ def dots_movers_and_results(
     first = first / boxes if margin else np.sign(first)
     results = np.where(movers == 0, first, -first)
     return movers.reshape(-1), results.reshape(-1)
+
+
+class OneByOne:
+    """An exact solver's scalar answers alone, without its batch of move values, so that
+    `c4core.games.move_values` solves each move in turn; with `late`, only positions of at least
+    that ply are settled."""
+
+    def __init__(self, solver: Any, late: int = 0):
+        self.solver, self.late = solver, late
+
+    def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
+        return self.solver.outcome(state, max_nodes) if state.ply >= self.late else None
+
+    def margin_value(self, state: State, max_nodes: int | None = None) -> float | None:
+        return self.solver.margin_value(state, max_nodes) if state.ply >= self.late else None

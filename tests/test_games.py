@@ -13,12 +13,11 @@ has one, agrees with exhaustive minimax near the end, and so do its moves' value
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from exact import first_player_value
+from exact import OneByOne, first_player_value
 
 from c4core.games import (
     GAMES,
@@ -296,20 +295,6 @@ def test_an_exact_solvers_margin_value_agrees_with_minimax_of_the_margin(game: G
         exact = mover * first_player_value(state, lambda s: returns_of(s, margin=True)[0])
         assert solver.margin_value(state) == pytest.approx(exact), str(state)
         assert np.sign(solver.margin_value(state)) == solver.outcome(state)
-
-
-class OneByOne:
-    """A solver's scalar answers alone, so that `move_values` solves move by move; with `late`,
-    only positions of at least that ply are settled."""
-
-    def __init__(self, solver: Any, late: int = 0):
-        self.solver, self.late = solver, late
-
-    def outcome(self, state: State, max_nodes: int | None = None) -> int | None:
-        return self.solver.outcome(state, max_nodes) if state.ply >= self.late else None
-
-    def margin_value(self, state: State, max_nodes: int | None = None) -> float | None:
-        return self.solver.margin_value(state, max_nodes) if state.ply >= self.late else None
 
 
 @pytest.mark.parametrize(
