@@ -411,8 +411,9 @@ class AlphaZeroConfig:
     solver_positions: int = field(default=0, metadata=NEW)
     """Positions the game's exact solver labels (`c4core.learners.alphazero.solver_samples`) that
     each iteration adds to the replay window beside its self-play decisions; 0 none. Each comes
-    after a uniformly random count of uniformly random moves, as the solver-labelled suites are
-    drawn, though never before the ply from which the solver settles positions cheaply
+    after a uniformly random count of moves of the game's `position_player` (uniformly random
+    moves, but for 4x4 Dots and Boxes' mixed policy), as the solver-labelled suites are drawn,
+    though never before the ply from which the solver settles positions cheaply
     (`c4core.games.exact_from`: 4x4's endgame search reaches only the last lines), so the net
     also learns exact values and best moves where self-play seldom goes (the openings its own
     games leave, the lines strong play never draws); its targets are the mover's exact value

@@ -16,7 +16,7 @@ from exact import dots_movers_and_results, first_player_value
 from groups import in_group
 
 from c4core.config import AlphaZeroConfig, NetConfig, SearchConfig, overridden
-from c4core.games import ConnectFour, exact_from, load
+from c4core.games import ConnectFour, exact_from, load, position_player
 from c4core.games.connect4.rules import STANDARD, Geometry, Position
 from c4core.games.connect4.solver import Solver
 from c4core.games.players import Player
@@ -921,6 +921,24 @@ def test_4x4_solver_samples_open_no_earlier_than_the_endgame_search_reaches() ->
     assert min(plies) >= exact_from(four) > 0 and len(set(plies)) > 1
     assert len(samples) > 0 and bool(samples.proven.all())
     assert samples.policy.sum(1).tolist() == pytest.approx([1.0] * len(samples))
+
+
+def test_4x4_solver_samples_come_from_the_games_position_player() -> None:
+    """4x4's positions to label are opened by its `position_player` (the mixed policy its endgame
+    probes come from), not by uniformly random moves, whose 4x4 endgames are mostly boxes left
+    to collect: its positions have fewer lines that take a box than uniformly random openings of
+    the same lengths have. 3x3, which its table solves from every ply, keeps uniformly random moves."""
+    from c4core.games.players import RandomBot, play_opening
+
+    four = load("dots-and-boxes-4x4")
+    assert position_player(four).name == "mixed" and position_player(C3).name == RandomBot.name
+    drawn = Drawn()
+    solver_samples(four, solver_for(four, TINY), 64, torch.Generator().manual_seed(SEED), held_out=drawn)
+    plies = torch.tensor([drawn.boards.state(i).ply for i in range(len(drawn.boards))])
+    uniform = four.new_batch(len(plies))
+    play_opening(uniform, plies, torch.Generator().manual_seed(SEED))
+    capturing = [float((b.captures() > 0).sum(1).float().mean()) for b in (drawn.boards, uniform)]
+    assert capturing[0] < capturing[1] / 2, capturing
 
 
 def test_training_adds_the_solver_positions_to_each_iterations_window(

@@ -9,11 +9,21 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 
 from c4core.games import load
 from c4core.games.dots_and_boxes.bots import GreedyBot, HeuristicBot
 from c4core.games.dots_and_boxes.endgame import EndgameSolver
-from c4core.games.dots_and_boxes.probes import TAGS, Probe, image, make_probes, tag_of
+from c4core.games.dots_and_boxes.probes import (
+    RANDOM_MOVES,
+    TAGS,
+    MixedBot,
+    Probe,
+    image,
+    make_probes,
+    mixed_move,
+    tag_of,
+)
 from c4core.games.dots_and_boxes.rules import DotsState
 from c4core.games.dots_and_boxes.solver import DotsPerfectBot, DotsSolver
 from c4core.games.dots_and_boxes.suite import score_suite
@@ -96,3 +106,37 @@ def test_4x4_probes_from_the_endgame_search() -> None:
     assert {p.tag for p in found} >= {"forced_capture", "double_cross", "parity_sacrifice"}
     for p in found:
         assert max(p.values) == solver.value(p.state) and tag_of(p.state, p.values) == p.tag
+
+
+def test_the_mixed_bot_plays_the_mixed_policy_on_a_batch() -> None:
+    """`MixedBot` draws what `mixed_move` draws: every legal line with the share `RANDOM_MOVES`,
+    else a capture, else a safe line, else any. Checked by
+    the share of lines outside the preferred set, the same as `mixed_move`'s, on 4x4 positions of
+    every kind (a capture open, safe lines left, every line preferred)."""
+    four = load("dots-and-boxes-4x4")
+    rng = np.random.default_rng(5)
+    states = []
+    for _ in range(60):
+        state = DotsState(four.boxes)
+        for _ in range(int(rng.integers(10, 36))):
+            if not state.is_terminal:
+                state = state.apply(mixed_move(state, rng))
+        if not state.is_terminal:
+            states.append(state)
+    draws = 400
+    boards = four.batch_of([s for s in states for _ in range(draws)])
+    batched = MixedBot().act(boards, torch.Generator().manual_seed(5)).view(len(states), draws).tolist()
+    kinds = set()
+    for state, lines in zip(states, batched, strict=True):
+        legal = state.legal_actions()
+        captures = [a for a in legal if takes(state, a)]
+        preferred = captures or [a for a in legal if not offers(state, a)] or legal
+        kinds.add("captures" if captures else "safe" if len(preferred) < len(legal) else "all")
+        expected = RANDOM_MOVES * (len(legal) - len(preferred)) / len(legal)
+        bound = 4 * (expected * (1 - expected) / draws) ** 0.5 + 1e-9
+        scalar = [mixed_move(state, rng) for _ in range(draws)]
+        for drawn in (lines, scalar):
+            assert set(drawn) <= set(legal)
+            outside = sum(line not in preferred for line in drawn) / draws
+            assert abs(outside - expected) <= bound, (state, outside, expected)
+    assert kinds == {"captures", "safe", "all"}

@@ -16,6 +16,7 @@ from c4core.games.connect4 import ConnectFour
 from c4core.games.connect4.rules import Geometry
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.rules import Boxes
+from c4core.games.players import Player, RandomBot
 
 if TYPE_CHECKING:
     import torch
@@ -39,6 +40,7 @@ __all__ = [
     "held_out",
     "load",
     "move_values",
+    "position_player",
     "returns_of",
     "solvable",
 ]
@@ -99,6 +101,12 @@ def exact_from(game: Game) -> int:
     """The first ply from which `game`'s exact solver settles positions cheaply (`Game.exact_from`;
     0: every ply, as a table does)."""
     return int(getattr(game, "exact_from", 0))
+
+
+def position_player(game: Game) -> Player:
+    """The scripted player whose moves open the positions a learner asks `game`'s solver to label
+    (`Game.position_player`; absent: uniformly random moves)."""
+    return getattr(game, "position_player", None) or RandomBot()
 
 
 def exact_solver(game: Game, max_nodes: int | None = None) -> ExactSolver:

@@ -235,6 +235,9 @@ class Game(Protocol):
       and whether it reaches this board (`exact_solver` raises `ValueError` when not);
     - ``exact_from: int``: the first ply from which that solver settles positions cheaply, where
       an endgame search reaches only the last moves (0, or absent: every ply);
+    - ``position_player: Player | None``: the scripted player whose moves draw the positions a
+      learner asks that solver to label, as its suite draws them (None, or absent: uniformly
+      random moves);
     - ``suite(path=None, seed=0) -> Suite | None``: its solver-labelled suite, read from the file
       `path` for a game whose suites are files (Connect Four; None: no suite), made from `seed`
       for one that makes its own (Dots and Boxes, on the boards its solver labels; None

@@ -77,12 +77,16 @@ class RandomBot(Player):
 
 
 def play_opening(
-    boards: BatchState, plies: int | torch.Tensor, generator: torch.Generator | None, paired: bool = False
+    boards: BatchState,
+    plies: int | torch.Tensor,
+    generator: torch.Generator | None,
+    paired: bool = False,
+    opener: Player | None = None,
 ) -> torch.Tensor:
-    """Open the games of `boards` in place with uniformly random legal moves: `plies` moves in
-    every game, or per game when `plies` is a tensor [n] (a game that ends early stops there).
-    With `paired`, games 2i and 2i+1 share one opening, as a match's colour-swapped pairs do.
-    Returns the moves each game was opened with, [n] int64.
+    """Open the games of `boards` in place with `opener`'s moves (None: uniformly random legal
+    moves): `plies` moves in every game, or per game when `plies` is a tensor [n] (a game that
+    ends early stops there). With `paired`, games 2i and 2i+1 share one opening, as a match's
+    colour-swapped pairs do. Returns the moves each game was opened with, [n] int64.
 
     Matches and the learners open their games here, so a seed draws the same openings
     wherever it is used."""
@@ -95,7 +99,7 @@ def play_opening(
     lead = torch.arange(0, n, step, device=device)  # the games that draw; a pair's second copies
     counts = None if isinstance(plies, int) else plies.to(device)
     most = plies if counts is None else int(counts.max()) if n else 0
-    opener = RandomBot()
+    opener = opener or RandomBot()
     played = torch.zeros(n, dtype=torch.int64, device=device)
     for ply in range(most):
         idx = lead if counts is None else lead[(counts[lead] > ply) & ~boards.done[lead]]

@@ -87,6 +87,7 @@ from c4core.games import (
     exact_solver,
     exact_value,
     move_values,
+    position_player,
     returns_of,
     solvable,
 )
@@ -264,7 +265,8 @@ def solver_samples(
     held_out: Callable[[BatchState], torch.Tensor] | None = None,
 ) -> Samples:
     """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): `n`
-    games opened by a uniformly random count of uniformly random moves, from the first ply the
+    games opened by a uniformly random count of the game's `position_player`'s moves (uniformly
+    random ones, but for 4x4 Dots and Boxes' mixed policy), from the first ply the
     solver settles cheaply (`c4core.games.exact_from`, 0 but for an endgame search) to the
     longest game less one, less those that ended, those `held_out` marks [n] and those with a
     move the solver does not settle. Each one's value target is its mover's exact value (a
@@ -272,7 +274,7 @@ def solver_samples(
     policy target uniform over the moves of that value; all proven, none with a reply target."""
     boards = game.new_batch(n)
     counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
-    plies = play_opening(boards, counts, generator)
+    plies = play_opening(boards, counts, generator, opener=position_player(game))
     keep = ~boards.done.cpu()
     if held_out is not None:
         keep &= ~held_out(boards).cpu()

@@ -150,6 +150,16 @@ class DotsAndBoxes:
         every ply with the table, and the last `ENDGAME_LINES` lines with the endgame search."""
         return 0 if self.boxes.lines <= MAX_LINES else self.boxes.lines - ENDGAME_LINES
 
+    @property
+    def position_player(self) -> Player | None:
+        """The player that draws positions to label (`Game.position_player`): uniformly random
+        moves where the table solves every position (None), and past it the mixed policy the
+        endgame probes are drawn from (`probes.MixedBot`), since uniformly random play's 4x4
+        endgames are mostly boxes to collect."""
+        from c4core.games.dots_and_boxes.probes import MixedBot
+
+        return None if self.boxes.lines <= MAX_LINES else MixedBot()
+
     def exact_solver(self, max_nodes: int | None = None) -> DotsSolver | EndgameSolver:
         """The retrograde table of every set of drawn lines (`solver.DotsSolver`, built once a
         board and process), which looks values up, so `max_nodes` never binds; past the table's

@@ -27,12 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from c4core.games.base import Symmetry
 from c4core.games.dots_and_boxes import DotsAndBoxes
 from c4core.games.dots_and_boxes.rules import DRAWN_LINE, DotsState, popcount
+from c4core.games.players import Player, sample_actions
+
+if TYPE_CHECKING:  # torch is imported where it is used
+    import torch
+
+    from c4core.games.dots_and_boxes.batch import DotsBoards
 
 TAGS = ("forced_capture", "double_cross", "loop_control", "parity_sacrifice")
 """The principles, as metric and tag names (``suite/probe/<tag>``, ``probe_<tag>``)."""
@@ -91,6 +98,25 @@ def mixed_move(state: DotsState, rng: np.random.Generator) -> int:
         return int(rng.choice(captures))
     safe = [a for a in legal if not third_sides(state, a)]
     return int(rng.choice(safe or legal))
+
+
+class MixedBot(Player):
+    """`mixed_move` on a batch: the policy probes and the 4x4 suite are drawn from, which
+    `DotsAndBoxes.position_player` names, so that a learner's solver-labelled positions
+    (`alphazero.solver_samples`) come from the same kind of game."""
+
+    name = "mixed"
+
+    def act(self, boards: DotsBoards, generator: torch.Generator | None = None) -> torch.Tensor:
+        import torch
+
+        legal = boards.legal()
+        captures, safe = legal & (boards.captures() > 0), legal & (boards.offers() == 0)
+        preferred = torch.where(
+            captures.any(1, keepdim=True), captures, torch.where(safe.any(1, keepdim=True), safe, legal)
+        )
+        random = torch.rand(len(boards), generator=generator).to(legal.device) < RANDOM_MOVES
+        return sample_actions(torch.where(random.unsqueeze(1), legal, preferred), generator)
 
 
 @dataclass(frozen=True)
