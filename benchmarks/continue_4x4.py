@@ -57,7 +57,15 @@ def main() -> None:
     start = time.perf_counter()
 
     def each(i: int, metrics: dict[str, float]) -> None:
-        keys = ("charts/seconds", "charts/solve_seconds", "selfplay/solved")
+        keys = (
+            "charts/seconds",
+            "charts/selfplay_seconds",
+            "charts/solve_seconds",
+            "charts/fit_seconds",
+            "charts/solver_positions",
+            "charts/label_seconds",
+            "selfplay/solved",
+        )
         print(
             json.dumps({"iteration": i} | {k: round(metrics[k], 3) for k in keys if k in metrics}), flush=True
         )
