@@ -736,8 +736,9 @@ def test_rescoring_a_net_that_learns_margins_takes_the_exact_margin() -> None:
 
 def test_solver_policy_targets_the_best_moves_of_every_rescored_decision() -> None:
     """With `solver_policy`, each decision at or past `solve_from` targets the uniform policy over
-    exactly the lines of best exhaustive-minimax value for its mover (the same player after a
-    box); earlier decisions keep the search's policy, and the games are the same as without it."""
+    exactly the lines of best exhaustive-minimax margin for its mover (the same player after a
+    box), though the net learns outcomes; earlier decisions keep the search's policy, and the
+    games are the same as without it."""
     games = 4
     cfg = overridden(
         TINY,
@@ -765,7 +766,10 @@ def test_solver_policy_targets_the_best_moves_of_every_rescored_decision() -> No
             assert torch.equal(taught.observation[k], torch.from_numpy(state.observation()).float())
             if state.ply >= cfg.solve_from:
                 sign = 1 if state.current_player() == 0 else -1
-                values = {a: sign * first_player_value(state.apply(a)) for a in state.legal_actions()}
+                values = {
+                    a: sign * first_player_value(state.apply(a), lambda s: s.margin_returns()[0])
+                    for a in state.legal_actions()
+                }
                 best = [a for a, v in values.items() if v == max(values.values())]
                 assert torch.nonzero(taught.policy[k]).squeeze(1).tolist() == best
                 assert taught.policy[k, best].tolist() == pytest.approx([1 / len(best)] * len(best))
@@ -854,34 +858,39 @@ class Drawn:
 @pytest.mark.parametrize("margin", [False, True])
 def test_solver_samples_take_the_exhaustive_minimaxs_values_and_best_moves(margin: bool) -> None:
     """On 2x2 boxes each labelled position's value is its mover's under exhaustive minimax (the
-    margin return with `margin`), its policy uniform over exactly the lines that keep it, and
-    only the unfinished positions the opening drew are labelled, in their order."""
+    margin return with `margin`), its policy uniform over exactly the lines of best margin (with
+    an outcome target too: some of the lines that keep the outcome win by less), and only the
+    unfinished positions the opening drew are labelled, in their order."""
     drawn = Drawn()
     samples = solver_samples(
         DOTS, solver_for(DOTS, TINY), 30, torch.Generator().manual_seed(SEED), margin, drawn
     )
-    outcome = (lambda s: s.margin_returns()[0]) if margin else None
+
+    def margins(state: Any) -> float:
+        return state.margin_returns()[0]
+
+    outcome = margins if margin else None
     unfinished = [drawn.boards.state(i) for i in range(len(drawn.boards)) if not bool(drawn.boards.done[i])]
     assert len(samples) == len(unfinished) == 30  # no opening of fewer moves than lines ends a game
     assert bool(samples.proven.all()) and not bool(samples.has_reply.any())
-    plies = set()
+    plies, narrower = set(), 0
     for i, state in enumerate(unfinished):
         sign = 1 if state.current_player() == 0 else -1
         value = sign * first_player_value(state, outcome)
         assert samples.value[i].item() == pytest.approx(value, abs=1e-6)
         assert int(samples.player[i]) == state.current_player() and int(samples.ply[i]) == state.ply
         assert torch.equal(samples.observation[i], torch.from_numpy(state.observation()).float())
-        keeps = [
-            a
-            for a in state.legal_actions()
-            if sign * first_player_value(state.apply(a), outcome) == pytest.approx(value)
-        ]
+        after = {a: sign * first_player_value(state.apply(a), margins) for a in state.legal_actions()}
+        keeps = [a for a, v in after.items() if v == pytest.approx(max(after.values()))]
         support = torch.nonzero(samples.policy[i]).squeeze(1).tolist()
         assert support == keeps and samples.policy[i, keeps].tolist() == pytest.approx(
             [1 / len(keeps)] * len(keeps)
         )
+        keeps_outcome = [a for a, v in after.items() if np.sign(v) == np.sign(value)]
+        narrower += len(keeps) < len(keeps_outcome)
         plies.add(state.ply)
     assert len(plies) > DOTS.num_actions // 2  # the opening's length is drawn
+    assert narrower > 0
 
 
 def test_solver_samples_leave_out_held_positions_and_those_the_solver_does_not_settle() -> None:

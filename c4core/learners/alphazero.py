@@ -33,7 +33,9 @@ outcome z. In Connect Four the openings, where the suite's hard positions are, s
 network's to learn: the solver would need seconds to minutes a position there. A game without a
 solver trains without rescoring. With `solver_policy` as well, a rescored decision whose every
 move the solver settles takes the uniform policy over its best moves as policy target, in place
-of the search's, and the best move's value as its exact value, so it is not solved again.
+of the search's, and the best move's value as its exact value, so it is not solved again. On a
+game with margins the best moves are those of best margin, whatever the net's value target
+(`by_margin`).
 
 With `solver_positions`, each iteration also adds that many positions the solver labels
 (`solver_samples`) to the replay window: random positions, drawn as the solver-labelled suites
@@ -86,6 +88,7 @@ from c4core.games import (
     exact_from,
     exact_solver,
     exact_value,
+    has_margin,
     move_values,
     position_player,
     returns_of,
@@ -185,7 +188,8 @@ def self_play(
                 late = live.cpu()[plies[live.cpu()] >= config.solve_from]
                 positions += [boards.state(int(i)) for i in late]
                 if config.solver_policy:
-                    late_values.append(move_values(solver, boards.select(late.to(device)), net.by_margin))
+                    late_boards = boards.select(late.to(device))
+                    late_values.append(move_values(solver, late_boards, by_margin(game, net.by_margin)))
         for k, player in enumerate(players):
             idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
             if len(idx):
@@ -211,7 +215,7 @@ def self_play(
         # mover tells the adjudication which player the exact result is for
         values = torch.cat(late_values) if late_values else None  # in `positions`' order
         # a position whose every move is settled has the best of them as its value (NaN else)
-        known = values.max(1).values if values is not None else None
+        known = best_moves(values, outcome=not net.by_margin)[0] if values is not None else None
         solved = _rescore(solver, ply, config.solve_from, positions, net.by_margin, known)
         exact = torch.where(torch.isnan(solved), exact, solved)
         result = _adjudicate(result, in_game, ply, player, solved)
@@ -279,11 +283,11 @@ def solver_samples(
     if held_out is not None:
         keep &= ~held_out(boards).cpu()
     idx = torch.nonzero(keep).squeeze(1)
-    values = move_values(solver, boards.select(idx), margin)
+    values = move_values(solver, boards.select(idx), by_margin(game, margin))
     settled = ~values.isnan().any(1)
     idx, values = idx[settled], values[settled]
     boards = boards.select(idx)
-    best, policy = best_moves(values)
+    best, policy = best_moves(values, outcome=not margin)
     return Samples(
         observation=boards.observation().cpu(),
         legal=boards.legal().cpu(),
@@ -297,13 +301,24 @@ def solver_samples(
     )
 
 
-def best_moves(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def by_margin(game: Game, margin: bool) -> bool:
+    """Whether the solver's move values that make policy targets (`solver_samples`,
+    `solver_policy`) are margin values: for a net that learns margins, and for every game that
+    has them (`has_margin`), since the moves of best margin are those of best outcome that also
+    win by the most, the moves the suites count as keeping the value; an outcome target alone
+    would spread the policy over every move that keeps the result (in Dots and Boxes, taking
+    the last two boxes of a chain as well as declining them)."""
+    return margin or has_margin(game)
+
+
+def best_moves(values: torch.Tensor, outcome: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """From every legal move's exact value [n, actions] (`c4core.games.move_values`, all
-    settled): each position's best value [n], and the uniform policy over its moves of that
+    settled): each position's best value [n] (with `outcome`, its sign: the result of margin
+    values, for a net that learns results), and the uniform policy over its moves of that
     value [n, actions]."""
     best = values.max(1).values
     top = values >= best[:, None] - 1e-6  # margin values are fractions of the boxes
-    return best, top.float() / top.sum(1, keepdim=True)
+    return (best.sign() if outcome else best), top.float() / top.sum(1, keepdim=True)
 
 
 def solver_for(game: Game, config: AlphaZeroConfig) -> ExactSolver:
