@@ -270,12 +270,13 @@ def solver_samples(
 ) -> Samples:
     """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): `n`
     games opened by a uniformly random count of the game's `position_player`'s moves (uniformly
-    random ones, but for 4x4 Dots and Boxes' mixed policy), from the first ply the
-    solver settles cheaply (`c4core.games.exact_from`, 0 but for an endgame search) to the
-    longest game less one, less those that ended, those `held_out` marks [n] and those with a
-    move the solver does not settle. Each one's value target is its mover's exact value (a
-    margin value with `margin`), the best of its moves' (`c4core.games.move_values`), and its
-    policy target uniform over the moves of that value; all proven, none with a reply target."""
+    random ones, but for 4x4 Dots and Boxes' mixed policy), from the first ply the solver
+    settles cheaply (`c4core.games.exact_from`, 0 but for an endgame search) to the longest
+    game less one, less those that ended, those `held_out` marks [n] and those with a move the
+    solver does not settle. Each one's value target is its mover's exact value (a margin value
+    with `margin`), the best of its moves' (`c4core.games.move_values`), and its policy target
+    uniform over the moves of that value (of best margin on a game with margins: `by_margin`);
+    all proven, none with a reply target."""
     boards = game.new_batch(n)
     counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
     plies = play_opening(boards, counts, generator, opener=position_player(game))
