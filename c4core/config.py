@@ -418,7 +418,7 @@ class AlphaZeroConfig:
     also learns exact values and best moves where self-play seldom goes (the openings its own
     games leave, the lines strong play never draws); its targets are the mover's exact value
     and a uniform policy over the moves of best exact value (of best margin on a game that has
-    margins: `c4core.learners.alphazero.by_margin`). Positions of the suite the league
+    margins: `c4core.learners.alphazero.policy_by_margin`). Positions of the suite the league
     scores its snapshots on, and their images under the game's symmetries, are never among
     them (`Suite.holds`), and nor are those the solver does not settle within `solve_nodes`.
     They count as new samples for `epochs`, so the fit takes more steps. Data-parallel, rank 0
@@ -426,9 +426,10 @@ class AlphaZeroConfig:
     solver_policy: bool = field(default=False, metadata=NEW)
     """Make the policy target of each self-play decision that the solver rescores (`solve_from`),
     where it settles every move, uniform over the moves of best exact value (of best margin on a
-    game that has margins: `alphazero.by_margin`) instead of the search's improved policy (and
-    the reply head's target with it): the net learns perfect play's moves on its own games'
-    positions, as `solver_positions` teaches them on random ones. Needs `solve_from`."""
+    game that has margins: `alphazero.policy_by_margin`) instead of the search's improved
+    policy (and the reply head's target with it): the net learns perfect play's moves on its
+    own games' positions, as `solver_positions` teaches them on random ones. Needs
+    `solve_from`."""
     league_share: float = 0.0
     """Fraction of each iteration's games the learner plays against league members drawn by
     PFSP (`c4core.league.matchmaking.pfsp_weights`) instead of itself; 0 is pure self-play, as AlphaZero."""

@@ -35,7 +35,7 @@ solver trains without rescoring. With `solver_policy` as well, a rescored decisi
 move the solver settles takes the uniform policy over its best moves as policy target, in place
 of the search's, and the best move's value as its exact value, so it is not solved again. On a
 game with margins the best moves are those of best margin, whatever the net's value target
-(`by_margin`).
+(`policy_by_margin`).
 
 With `solver_positions`, each iteration also adds that many positions the solver labels
 (`solver_samples`) to the replay window: random positions, drawn as the solver-labelled suites
@@ -189,7 +189,9 @@ def self_play(
                 positions += [boards.state(int(i)) for i in late]
                 if config.solver_policy:
                     late_boards = boards.select(late.to(device))
-                    late_values.append(move_values(solver, late_boards, by_margin(game, net.by_margin)))
+                    late_values.append(
+                        move_values(solver, late_boards, policy_by_margin(game, net.by_margin))
+                    )
         for k, player in enumerate(players):
             idx = torch.nonzero(~boards.done & ~learner & (member == k)).squeeze(1)
             if len(idx):
@@ -275,8 +277,8 @@ def solver_samples(
     game less one, less those that ended, those `held_out` marks [n] and those with a move the
     solver does not settle. Each one's value target is its mover's exact value (a margin value
     with `margin`), the best of its moves' (`c4core.games.move_values`), and its policy target
-    uniform over the moves of that value (of best margin on a game with margins: `by_margin`);
-    all proven, none with a reply target."""
+    uniform over the moves of that value (of best margin on a game with margins:
+    `policy_by_margin`); all proven, none with a reply target."""
     boards = game.new_batch(n)
     counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
     plies = play_opening(boards, counts, generator, opener=position_player(game))
@@ -284,7 +286,7 @@ def solver_samples(
     if held_out is not None:
         keep &= ~held_out(boards).cpu()
     idx = torch.nonzero(keep).squeeze(1)
-    values = move_values(solver, boards.select(idx), by_margin(game, margin))
+    values = move_values(solver, boards.select(idx), policy_by_margin(game, margin))
     settled = ~values.isnan().any(1)
     idx, values = idx[settled], values[settled]
     boards = boards.select(idx)
@@ -302,7 +304,7 @@ def solver_samples(
     )
 
 
-def by_margin(game: Game, margin: bool) -> bool:
+def policy_by_margin(game: Game, margin: bool) -> bool:
     """Whether the solver's move values that make policy targets (`solver_samples`,
     `solver_policy`) are margin values: for a net that learns margins, and for every game that
     has them (`has_margin`), since the moves of best margin are those of best outcome that also
