@@ -111,7 +111,7 @@ class MixedBot(Player):
         import torch
 
         legal = boards.legal()
-        captures, safe = legal & (boards.captures() > 0), legal & (boards.offers() == 0)
+        captures, safe = legal & (boards.captures() > 0), boards.safe()  # safe counts only without captures
         preferred = torch.where(
             captures.any(1, keepdim=True), captures, torch.where(safe.any(1, keepdim=True), safe, legal)
         )
