@@ -1,5 +1,6 @@
 """Labelling random positions with the exact solver (`alphazero.solver_samples`), from the
-solver's own batch of move values against solving move by move (issue #27).
+solver's own batch of move values against solving move by move (issue #27); or, with
+`--against-outcome`, move values by margin against by outcome on the same positions.
 
 `AlphaZeroConfig.solver_positions` labels this many positions every iteration, and
 `table_supervised.py` labels its every round. Both ask `c4core.games.move_values`, which takes
@@ -8,6 +9,11 @@ once) when it has one and solves each move of each position through the game int
 otherwise. This times both ways on the same draws, alternating, and checks they label alike.
 
     python benchmarks/bench_labelling.py --game dots-and-boxes-3x3 --positions 4096 8192 --repeats 5
+
+On a game with margins, `solver_samples` asks for margins whatever the net's value target
+(`alphazero.policy_by_margin`); `--against-outcome` prices that on the positions it would label:
+
+    python benchmarks/bench_labelling.py --game dots-and-boxes-4x4 --positions 1024 --against-outcome
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -23,7 +30,18 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from exact import OneByOne  # noqa: E402  (the tests' own oracle)
 
-from c4core.games import VARIANTS, exact_solver, held_out  # noqa: E402
+from c4core.games import (  # noqa: E402
+    VARIANTS,
+    BatchState,
+    ExactSolver,
+    Game,
+    exact_from,
+    exact_solver,
+    held_out,
+    move_values,
+    position_player,
+)
+from c4core.games.players import play_opening  # noqa: E402
 from c4core.learners.alphazero import solver_samples  # noqa: E402
 
 
@@ -33,6 +51,9 @@ def main() -> None:
     p.add_argument("--positions", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--margin", action="store_true", help="label margin values (a game that has them)")
+    p.add_argument(
+        "--against-outcome", action="store_true", help="time move values by margin against by outcome"
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
     if args.game not in VARIANTS:
@@ -40,6 +61,8 @@ def main() -> None:
     game = VARIANTS[args.game]
     solver = exact_solver(game)
     holds = held_out(game, 0)
+    if args.against_outcome:
+        return margin_against_outcome(game, solver, holds, args.positions, args.repeats)
     ways = {"batch": solver, "move by move": OneByOne(solver)}
     solver_samples(game, solver, 64, torch.Generator().manual_seed(0), args.margin, holds)  # warm
     print(f"{game.title}, {'margin' if args.margin else 'outcome'} values, medians of {args.repeats}")
@@ -58,6 +81,43 @@ def main() -> None:
         print(
             f"{n:6d} drawn, {len(a):6d} labelled: batch {batch:.3f} s, move by move {one:.3f} s, "
             f"{one / batch:.1f}x"
+        )
+
+
+def margin_against_outcome(
+    game: Game,
+    solver: ExactSolver,
+    holds: Callable[[BatchState], torch.Tensor] | None,
+    sizes: list[int],
+    repeats: int,
+) -> None:
+    """Move values by margin and by outcome on the positions `solver_samples` would label (drawn
+    the same way), alternating which goes first; the outcomes must agree with the margins' signs."""
+    print(f"{game.title}, move values by margin against by outcome, medians of {repeats}")
+    for n in sizes:
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for r in range(repeats):
+            draw = torch.Generator().manual_seed(r)
+            boards = game.new_batch(n)
+            counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=draw)
+            play_opening(boards, counts, draw, opener=position_player(game))
+            keep = ~boards.done.cpu()
+            if holds is not None:
+                keep &= ~holds(boards).cpu()
+            boards = boards.select(torch.nonzero(keep).squeeze(1))
+            values = {}
+            for margin in (True, False) if r % 2 == 0 else (False, True):
+                start = time.perf_counter()
+                values[margin] = move_values(solver, boards, margin)
+                times[margin].append(time.perf_counter() - start)
+            both = values[True].isfinite() & values[False].isfinite()  # legal moves both settle
+            assert torch.equal(values[True][both].sign(), values[False][both]), (
+                "margins and outcomes disagree"
+            )
+        by_margin, by_outcome = (statistics.median(times[m]) for m in (True, False))
+        print(
+            f"{n:6d} drawn, {len(boards):6d} kept: by margin {by_margin:.3f} s, "
+            f"by outcome {by_outcome:.3f} s, {by_margin / by_outcome:.2f}x"
         )
 
 
