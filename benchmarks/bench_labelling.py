@@ -35,14 +35,11 @@ from c4core.games import (  # noqa: E402
     BatchState,
     ExactSolver,
     Game,
-    exact_from,
     exact_solver,
     held_out,
     move_values,
-    position_player,
 )
-from c4core.games.players import play_opening  # noqa: E402
-from c4core.learners.alphazero import solver_samples  # noqa: E402
+from c4core.learners.alphazero import solver_openings, solver_samples  # noqa: E402
 
 
 def main() -> None:
@@ -91,20 +88,14 @@ def margin_against_outcome(
     sizes: list[int],
     repeats: int,
 ) -> None:
-    """Move values by margin and by outcome on the positions `solver_samples` would label (drawn
-    the same way), alternating which goes first; the outcomes must agree with the margins' signs."""
+    """Move values by margin and by outcome on the positions `solver_samples` would label
+    (`solver_openings`), alternating which goes first; the outcomes must agree with the margins'
+    signs."""
     print(f"{game.title}, move values by margin against by outcome, medians of {repeats}")
     for n in sizes:
         times: dict[bool, list[float]] = {True: [], False: []}
         for r in range(repeats):
-            draw = torch.Generator().manual_seed(r)
-            boards = game.new_batch(n)
-            counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=draw)
-            play_opening(boards, counts, draw, opener=position_player(game))
-            keep = ~boards.done.cpu()
-            if holds is not None:
-                keep &= ~holds(boards).cpu()
-            boards = boards.select(torch.nonzero(keep).squeeze(1))
+            boards, _ = solver_openings(game, n, torch.Generator().manual_seed(r), holds)
             values = {}
             for margin in (True, False) if r % 2 == 0 else (False, True):
                 start = time.perf_counter()

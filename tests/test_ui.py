@@ -166,8 +166,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "MLFLOW_TRACKING_URI": uri,
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        # the DAG file is parsed once as it is found and never changes here: its reparse every
-        # 30 s (a fork importing the DAG) took a core's 7-10% from the leagues
+        # the DAG file never changes here: parsed once as it is found, it is not reparsed every
+        # 30 s (a fork that imports the DAG), which took CPU from the leagues
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "C4_SUITE": suite,
@@ -456,7 +456,7 @@ def league(browser: webdriver.Chrome, stack: Stack, rest_runs: dict[str, str]) -
         state = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}")[1]["state"]
         return state if state in ("success", "failed") else None
 
-    # the run's page polls and redraws while it is shown, which took half a core from the leagues
+    # the run's page polls the API and redraws while it is shown, which took CPU from the leagues
     browser.get("about:blank")
     assert stack.wait("the league to finish", finished, 1200) == "success"
     return run_id

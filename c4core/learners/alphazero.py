@@ -262,6 +262,27 @@ def next_decisions(game: torch.Tensor, ply: torch.Tensor) -> torch.Tensor:
     return torch.where(ordered[at] == key + 1, order[at], -1)
 
 
+def solver_openings(
+    game: Game,
+    n: int,
+    generator: torch.Generator,
+    held_out: Callable[[BatchState], torch.Tensor] | None = None,
+) -> tuple[BatchState, torch.Tensor]:
+    """The positions `solver_samples` labels, and their plies: `n` games opened by a uniformly
+    random count of the game's `position_player`'s moves (uniformly random ones, but for 4x4
+    Dots and Boxes' mixed policy), from the first ply the solver settles cheaply
+    (`c4core.games.exact_from`, 0 but for an endgame search) to the longest game less one, less
+    those that ended and those `held_out` marks [n]."""
+    boards = game.new_batch(n)
+    counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
+    plies = play_opening(boards, counts, generator, opener=position_player(game))
+    keep = ~boards.done.cpu()
+    if held_out is not None:
+        keep &= ~held_out(boards).cpu()
+    idx = torch.nonzero(keep).squeeze(1)
+    return boards.select(idx), plies.cpu()[idx]
+
+
 def solver_samples(
     game: Game,
     solver: ExactSolver,
@@ -270,32 +291,23 @@ def solver_samples(
     margin: bool = False,
     held_out: Callable[[BatchState], torch.Tensor] | None = None,
 ) -> Samples:
-    """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): `n`
-    games opened by a uniformly random count of the game's `position_player`'s moves (uniformly
-    random ones, but for 4x4 Dots and Boxes' mixed policy), from the first ply the solver
-    settles cheaply (`c4core.games.exact_from`, 0 but for an endgame search) to the longest
-    game less one, less those that ended, those `held_out` marks [n] and those with a move the
-    solver does not settle. Each one's value target is its mover's exact value (a margin value
-    with `margin`), the best of its moves' (`c4core.games.move_values`), and its policy target
-    uniform over the moves of that value (of best margin on a game with margins:
-    `policy_by_margin`); all proven, none with a reply target."""
-    boards = game.new_batch(n)
-    counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
-    plies = play_opening(boards, counts, generator, opener=position_player(game))
-    keep = ~boards.done.cpu()
-    if held_out is not None:
-        keep &= ~held_out(boards).cpu()
-    idx = torch.nonzero(keep).squeeze(1)
-    values = move_values(solver, boards.select(idx), policy_by_margin(game, margin))
+    """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): the
+    `solver_openings` of `n` games, less those with a move the solver does not settle. Each
+    one's value target is its mover's exact value (a margin value with `margin`), the best of its
+    moves' (`c4core.games.move_values`), and its policy target uniform over the moves of that
+    value (of best margin on a game with margins: `policy_by_margin`); all proven, none with a
+    reply target."""
+    boards, plies = solver_openings(game, n, generator, held_out)
+    values = move_values(solver, boards, policy_by_margin(game, margin))
     settled = ~values.isnan().any(1)
-    idx, values = idx[settled], values[settled]
+    idx, values = torch.nonzero(settled).squeeze(1), values[settled]
     boards = boards.select(idx)
     best, policy = best_moves(values, outcome=not margin)
     return Samples(
         observation=boards.observation().cpu(),
         legal=boards.legal().cpu(),
         player=boards.to_move().cpu(),
-        ply=plies.cpu()[idx],
+        ply=plies[idx],
         policy=policy,
         value=best,
         proven=torch.ones(len(idx), dtype=torch.bool),
