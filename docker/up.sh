@@ -124,6 +124,30 @@ if c4 serve-app --help >/dev/null 2>&1; then
 fi
 printf '%s\n' "$$" "${pids[@]}" >"$pidfile"
 
+# Airflow's execution API (the one tasks report to) builds its versioned routes on its first
+# request and holds the api-server's event loop while it does, so every page and REST call waits
+# too: seconds on an idle machine, and long enough on a loaded one that the UI timed out as the
+# first tasks started. Asked once here, before a task or a user waits behind it.
+python - "$AIRFLOW__API__BASE_URL/execution/health" "${pids[0]}" <<'PY' \
+    || echo "warning: Airflow's execution API did not answer (see $logs/airflow-api-server.log)" >&2
+import os, signal, sys, time, urllib.request
+
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the trap above stops the stack, quietly
+url, api_server = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline:
+    try:
+        urllib.request.urlopen(url, timeout=120).read()
+        sys.exit(0)
+    except OSError:
+        try:
+            os.kill(api_server, 0)
+        except ProcessLookupError:
+            sys.exit(1)  # the api-server exited: `wait -n` below reports it
+        time.sleep(1)
+sys.exit(1)
+PY
+
 passwords="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
 for _ in $(seq 180); do [[ -s "$passwords" ]] && break; sleep 1; done
 password="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin"])' "$passwords" 2>/dev/null || echo "see $passwords")"

@@ -165,6 +165,13 @@ def test_compose_parses_and_everything_it_references_exists() -> None:
     assert airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("/airflow")
     assert services["mlflow"]["environment"]["BACKEND_STORE_URI"].endswith("/mlflow")
     assert services["mlflow"]["environment"]["ARTIFACTS_DESTINATION"].startswith("s3://")
+    # the execution API's first request (its routes built) is the api-server's health check, and
+    # no task starts before it: the scheduler waits for it, on top of what every Airflow service waits for
+    check = " ".join(services["airflow-apiserver"]["healthcheck"]["test"])
+    assert "http://127.0.0.1:8080/execution/health" in check, check
+    waits = services["airflow-scheduler"]["depends_on"]
+    assert waits["airflow-apiserver"] == {"condition": "service_healthy"}, waits
+    assert services["airflow-dag-processor"]["depends_on"].items() < waits.items(), waits
     init = (DOCKER / "postgres-init.sql").read_text()
     assert "CREATE DATABASE airflow" in init and "CREATE DATABASE mlflow" in init
 

@@ -201,6 +201,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         for name, url in (("the MLflow UI", f"{stack.mlflow}/health"), ("the play page", stack.app + "/")):
             stack.wait(name, lambda url=url: answers(url, timeout=5), 120)
         stack.wait("the DAG to be parsed", lambda: stack.api("GET", f"/api/v2/dags/{DAG_ID}")[0] == 200, 180)
+        # up.sh asks the execution API once before its banner, so that no task's first call, and
+        # no page waiting behind it, pays for building its routes
+        stack.wait("up.sh's banner", lambda: "Ctrl-C stops" in (tmp / "up.out").read_text(), 300)
+        api_log = (home / "up-logs" / "airflow-api-server.log").read_text()
+        assert re.findall(r"method=\w+ path=/execution/\S*", api_log) == [
+            "method=GET path=/execution/health"
+        ], api_log[-3000:]
         # up.sh recorded itself and its five services; a second one is refused, naming the file
         ids = [int(line) for line in pidfile.read_text().split()]
         assert ids[0] == proc.pid and len(ids) == 6 and all(alive(i) for i in ids), ids
