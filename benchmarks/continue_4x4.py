@@ -32,6 +32,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="?", default="{}", help="JSON of AlphaZeroConfig overrides")
     p.add_argument("--iterations", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--score-every", type=int, default=0, help="also score after every N iterations")
     args = p.parse_args()
     torch.set_num_threads(1)
     league = league_config("cpu", "continue", game="dots-and-boxes-4x4")
@@ -69,6 +70,9 @@ def main() -> None:
         print(
             json.dumps({"iteration": i} | {k: round(metrics[k], 3) for k in keys if k in metrics}), flush=True
         )
+        done = i + 1
+        if args.score_every and done % args.score_every == 0 and done < args.iterations:
+            report(f"after {done} iterations", time.perf_counter() - start)
 
     train(net, config, args.seed, game, on_iteration=each, held_out=suite.holds)
     report(f"after {args.iterations} iterations", time.perf_counter() - start)
