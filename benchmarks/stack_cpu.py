@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import headless_chromium  # noqa: E402  (the tests' own browser)
+from servers import headless_chromium, log_in_to_airflow  # noqa: E402  (the tests' own browser)
 
 SERVICES = ("api-server", "scheduler", "dag-processor", "MLflow UI", "play app")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -93,13 +93,7 @@ def main() -> None:
     password = json.loads((args.airflow_home / "simple_auth_manager_passwords.json.generated").read_text())
     port = os.environ.get("AIRFLOW_PORT", "8080")
     with headless_chromium(1400, 1000) as driver:
-        driver.set_page_load_timeout(60)
-        driver.get(f"http://127.0.0.1:{port}/")
-        time.sleep(5)
-        driver.find_element("name", "username").send_keys("admin")
-        driver.find_element("name", "password").send_keys(password["admin"])
-        driver.find_element("css selector", "button[type=submit]").click()
-        time.sleep(5)
+        log_in_to_airflow(driver, f"http://127.0.0.1:{port}", password["admin"])
         for page in args.page:
             driver.get(page)
             time.sleep(5)  # the page's first load is not the steady state

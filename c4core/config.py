@@ -423,6 +423,11 @@ class AlphaZeroConfig:
     them (`Suite.holds`), and nor are those the solver does not settle within `solve_nodes`.
     They count as new samples for `epochs`, so the fit takes more steps. Data-parallel, rank 0
     labels them: it alone fits."""
+    solver_positions_from: int = field(default=0, metadata=NEW)
+    """The first ply of the positions `solver_positions` labels; 0: the ply from which the game's
+    solver settles positions cheaply (`c4core.games.exact_from`: 20 on 4x4 Dots and Boxes, 0 for
+    a table). An earlier ply reaches further into the middle game, at the cost of slower solves
+    and of the positions the solver does not settle within `solve_nodes`, which are left out."""
     solver_policy: bool = field(default=False, metadata=NEW)
     """Make the policy target of each self-play decision that the solver rescores (`solve_from`),
     where it settles every move, uniform over the moves of best exact value (of best margin on a
@@ -479,6 +484,10 @@ class AlphaZeroConfig:
             raise ValueError("solve_from must be 0 (never) or a ply, and solve_nodes at least 1")
         if type(self.solver_positions) is not int or self.solver_positions < 0:
             raise ValueError(f"solver_positions must be 0 (none) or more, got {self.solver_positions!r}")
+        if type(self.solver_positions_from) is not int or self.solver_positions_from < 0:
+            raise ValueError(
+                f"solver_positions_from must be 0 (the game's) or a ply, got {self.solver_positions_from!r}"
+            )
         if self.random_image and not self.mirror:
             raise ValueError("random_image draws one of the images mirror adds: set mirror")
         if self.solver_policy and not self.solve_from:
@@ -627,6 +636,11 @@ class LeagueConfig:
                 f"{self.board.title} has no exact solver: the AlphaZero-style learner's solve_from, "
                 "probe_from and solver_positions must be 0"
             )
+        if az.solver_positions_from >= self.board.max_game_length:
+            raise ValueError(
+                f"solver_positions_from must be a ply before {self.board.title}'s longest game "
+                f"({self.board.max_game_length}), got {az.solver_positions_from}"
+            )
         if self.net.value_target == "margin" and not has_margin(self.board):
             raise ValueError(
                 f"{self.board.title} has no margin to learn: the net's value_target must be 'outcome'"
@@ -727,6 +741,7 @@ class LeagueConfig:
                 + (", its policy target the solver's best moves" if a.solver_policy else "")
                 + (
                     f", with {a.solver_positions} solver-labelled random positions an iteration"
+                    + (f" from ply {a.solver_positions_from}" if a.solver_positions_from else "")
                     if a.solver_positions
                     else ""
                 )

@@ -74,6 +74,29 @@ def headless_chromium(width: int, height: int) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def log_in_to_airflow(driver: Any, airflow: str, password: str, timeout: float = 30) -> None:
+    """Log a `headless_chromium` in to the Airflow UI at `airflow` as ``admin``, and wait for its
+    home page; `TimeoutException` names the page that did not come."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,))
+    driver.set_page_load_timeout(60)
+    driver.get(airflow + "/")
+    wait.until(
+        lambda d: d.find_elements(By.NAME, "username"),
+        f"timed out after {timeout:.0f}s waiting for the login form",
+    )
+    driver.find_element(By.NAME, "username").send_keys("admin")
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait.until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"),
+        f"timed out after {timeout:.0f}s waiting for the home page",
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -34,6 +34,7 @@ from c4core.learners.alphazero import (
     seat_games,
     self_play,
     solver_for,
+    solver_openings,
     solver_samples,
     train,
 )
@@ -930,6 +931,11 @@ def test_4x4_solver_samples_open_no_earlier_than_the_endgame_search_reaches() ->
     assert min(plies) >= exact_from(four) > 0 and len(set(plies)) > 1
     assert len(samples) > 0 and bool(samples.proven.all())
     assert samples.policy.sum(1).tolist() == pytest.approx([1.0] * len(samples))
+    first = exact_from(four) - 4  # `AlphaZeroConfig.solver_positions_from`: further into the middle game
+    _, earlier = solver_openings(four, 64, torch.Generator().manual_seed(SEED), first=first)
+    assert first <= int(earlier.min()) < exact_from(four)
+    with pytest.raises(ValueError, match="longest game"):
+        solver_openings(four, 1, torch.Generator(), first=four.max_game_length)
 
 
 def test_4x4_solver_samples_come_from_the_games_position_player() -> None:

@@ -172,6 +172,15 @@ def test_solver_positions_enter_the_hash_once_set_and_need_a_solver() -> None:
         != labelled.training_hash()
     )
     assert "512 solver-labelled random positions an iteration" in labelled.describe_training()
+    earlier = replace(labelled, alphazero=replace(labelled.alphazero, solver_positions_from=16))
+    assert earlier.training_hash() not in (h, labelled.training_hash())
+    assert "512 solver-labelled random positions an iteration from ply 16" in earlier.describe_training()
+    with pytest.raises(ValueError, match="solver_positions_from must be 0"):
+        replace(MIXED.alphazero, solver_positions_from=-1)
+    with pytest.raises(ValueError, match="solver_positions_from must be a ply before"):
+        replace(
+            labelled, alphazero=replace(labelled.alphazero, solver_positions_from=MIXED.board.max_game_length)
+        )
     big = league_config("cpu", "d", game="dots_and_boxes", rows=4, cols=5)
     with pytest.raises(ValueError, match="has no exact solver.*solver_positions must be 0"):
         replace(big, alphazero=replace(big.alphazero, solver_positions=512))

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import answers, free_port, headless_chromium, require_chromium
+from servers import answers, free_port, headless_chromium, log_in_to_airflow, require_chromium
 
 from c4core.steps import SPEC_KEYS
 
@@ -231,15 +231,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def browser(stack: Stack) -> Iterator[webdriver.Chrome]:
     """Chromium, logged in to Airflow."""
     with headless_chromium(1400, 1000) as driver:
-        driver.set_page_load_timeout(60)
-        driver.get(stack.airflow + "/")
-        until(driver, lambda d: d.find_elements(By.NAME, "username"), "the login form")
-        driver.find_element(By.NAME, "username").send_keys("admin")
-        driver.find_element(By.NAME, "password").send_keys(stack.password)
-        driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        until(
-            driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=nav-sidebar]"), "the home page"
-        )
+        log_in_to_airflow(driver, stack.airflow, stack.password)
         yield driver
 
 

@@ -267,14 +267,20 @@ def solver_openings(
     n: int,
     generator: torch.Generator,
     held_out: Callable[[BatchState], torch.Tensor] | None = None,
+    first: int = 0,
 ) -> tuple[BatchState, torch.Tensor]:
     """The positions `solver_samples` labels, and their plies: `n` games opened by a uniformly
     random count of the game's `position_player`'s moves (uniformly random ones, but for 4x4
-    Dots and Boxes' mixed policy), from the first ply the solver settles cheaply
-    (`c4core.games.exact_from`, 0 but for an endgame search) to the longest game less one, less
-    those that ended and those `held_out` marks [n]."""
+    Dots and Boxes' mixed policy), from ply `first` (0: the first ply the solver settles
+    cheaply, `c4core.games.exact_from`, 0 but for an endgame search) to the longest game less
+    one, less those that ended and those `held_out` marks [n]."""
+    first = first or exact_from(game)
+    if first >= game.max_game_length:
+        raise ValueError(
+            f"no ply from {first} on is before {game.title}'s longest game ({game.max_game_length})"
+        )
     boards = game.new_batch(n)
-    counts = torch.randint(exact_from(game), game.max_game_length, (n,), generator=generator)
+    counts = torch.randint(first, game.max_game_length, (n,), generator=generator)
     plies = play_opening(boards, counts, generator, opener=position_player(game))
     keep = ~boards.done.cpu()
     if held_out is not None:
@@ -290,6 +296,7 @@ def solver_samples(
     generator: torch.Generator,
     margin: bool = False,
     held_out: Callable[[BatchState], torch.Tensor] | None = None,
+    first: int = 0,
 ) -> Samples:
     """Positions labelled by the game's exact `solver` (`AlphaZeroConfig.solver_positions`): the
     `solver_openings` of `n` games, less those with a move the solver does not settle. Each
@@ -297,7 +304,7 @@ def solver_samples(
     moves' (`c4core.games.move_values`), and its policy target uniform over the moves of that
     value (of best margin on a game with margins: `policy_by_margin`); all proven, none with a
     reply target."""
-    boards, plies = solver_openings(game, n, generator, held_out)
+    boards, plies = solver_openings(game, n, generator, held_out, first)
     values = move_values(solver, boards, policy_by_margin(game, margin))
     settled = ~values.isnan().any(1)
     idx, values = torch.nonzero(settled).squeeze(1), values[settled]
@@ -667,7 +674,15 @@ def train(
         if config.solver_positions and ranks.rank == 0:  # it alone fits
             assert solver is not None  # made above
             labelling = time.perf_counter()
-            labelled = solver_samples(game, solver, config.solver_positions, gen, net.by_margin, held_out)
+            labelled = solver_samples(
+                game,
+                solver,
+                config.solver_positions,
+                gen,
+                net.by_margin,
+                held_out,
+                config.solver_positions_from,
+            )
             samples = Samples.cat([samples, labelled])
             stats["charts/solver_positions"] = float(len(labelled))
             stats["charts/label_seconds"] = time.perf_counter() - labelling
