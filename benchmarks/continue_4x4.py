@@ -6,7 +6,8 @@ iteration, `solve_from` at the game's `exact_from`), with a JSON of `AlphaZeroCo
 applied last, and prints, before and after, the raw network's scores on the 4x4 suite (the
 endgame probes' keeps-value and keeps-outcome, and each strategy probe). The suite is held out
 of any solver-labelled positions. Run the variants side by side, one torch thread each, from the
-same snapshot and seed, so that only the overrides differ:
+same snapshot and seed, so that only the overrides differ (`--save` keeps the trained snapshot,
+for `c4 match` and `c4 eval-suite`):
 
     python benchmarks/continue_4x4.py WEIGHTS '{}' --iterations 8 &
     python benchmarks/continue_4x4.py WEIGHTS '{"solver_policy": true}' --iterations 8 &
@@ -17,7 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import torch
 
@@ -33,6 +35,7 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--score-every", type=int, default=0, help="also score after every N iterations")
+    p.add_argument("--save", type=Path, help="write the trained snapshot here (a .pt for c4 match)")
     args = p.parse_args()
     torch.set_num_threads(1)
     league = league_config("cpu", "continue", game="dots-and-boxes-4x4")
@@ -76,6 +79,8 @@ def main() -> None:
 
     train(net, config, args.seed, game, on_iteration=each, held_out=suite.holds)
     report(f"after {args.iterations} iterations", time.perf_counter() - start)
+    if args.save:
+        Checkpoint.of(net, game, snapshot.generation, train_config=asdict(config)).save(args.save)
 
 
 if __name__ == "__main__":
