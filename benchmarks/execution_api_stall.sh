@@ -20,7 +20,11 @@ one() {
     "$venv/bin/airflow" db migrate >"$home/migrate.log" 2>&1
     setsid "$venv/bin/airflow" api-server >"$home/api.log" 2>&1 &
     pid=$!
-    until curl -sf -o /dev/null "$url/api/v2/version"; do sleep 0.5; done
+    until curl -sf -o /dev/null "$url/api/v2/version"; do
+        # a server that died (a port in use, a bad setting) would otherwise be waited for forever
+        kill -0 "$pid" 2>/dev/null || { cat "$home/api.log" >&2; echo "the api-server exited" >&2; exit 1; }
+        sleep 0.5
+    done
     sleep 5 # past the server's own start
     curl -s -o /dev/null -w "REST call before: %{http_code} in %{time_total} s\n" "$url/api/v2/version"
     curl -s -o /dev/null -w "first /execution/health: %{http_code} in %{time_total} s\n" \
